@@ -1,0 +1,47 @@
+// rafter's entry point: parses the verb and turns errors into one line and an exit code
+// (2 for bad input, a missing device or counter permission; 1 for an internal error).
+#include <cstdio>
+#include <exception>
+#include <fmt/core.h>
+
+#include "commands.hpp"
+#include "rafter/collector/environment.hpp"
+#include "rafter/collector/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"rafter — hierarchical roofline profiler for machines that train and serve LLMs.\n"
+               "With no verb: characterize this machine, profile the default suite and write ./rafter-out/."};
+  app.set_version_flag("--version", rafter::rafter_version());
+  app.require_subcommand(0, 1);
+  std::string out_dir = "rafter-out";
+  app.add_option("--out", out_dir, "Output folder of the default job")->capture_default_str();
+  rafter::cli::add_topology_command(app);
+  rafter::cli::add_probe_command(app);
+  rafter::cli::add_profile_command(app);
+  rafter::cli::add_report_command(app);
+  rafter::cli::add_plot_command(app);
+  rafter::cli::add_compare_command(app);
+  try {
+    app.parse(argc, argv);
+    if (app.get_subcommands().empty()) return rafter::cli::run_default_job(out_dir);
+    return 0;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "rafter: error: {}\n", e.what());
+    return 2;
+  } catch (const rafter::InputError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "rafter: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "rafter: internal error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,13 @@
+# Finds rafter's dependencies, all from Debian packages (see README), through find_package/pkg-config.
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
+find_package(PAPI REQUIRED)
+find_package(PFM REQUIRED)
+find_package(dnnl QUIET CONFIG)
+if(NOT dnnl_FOUND)
+  message(FATAL_ERROR "oneDNN not found: install Debian's libdnnl-dev")
+endif()

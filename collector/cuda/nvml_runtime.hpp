@@ -1,0 +1,18 @@
+// NVML opened at run time (dlopen of libnvidia-ml.so.1), so that rafter needs no NVML library at
+// link time and runs on machines without one. Only the header's types are used at build time
+// (RAFTER_HAVE_NVML_HEADER); without the header every query answers "unavailable".
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace rafter::gpu::nvml {
+
+// Current clocks of the GPU with this PCI bus id ("0000:3B:00.0"), in Hz; false when NVML or the
+// device is not available.
+bool current_clocks_hz(const std::string& pci_bus_id, double& sm_hz, double& memory_hz);
+
+// Driver version, ECC, PCIe link, maximum clocks and power limit, or {"nvml": "unavailable (why)"}.
+nlohmann::json device_properties(const std::string& pci_bus_id);
+
+}  // namespace rafter::gpu::nvml

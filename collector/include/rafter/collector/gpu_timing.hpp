@@ -1,0 +1,49 @@
+// GPU timing without CUDA headers: CUDA events around CUDA-graph-captured repeats, warm-up,
+// L2 flush between repeats, and SM/memory clocks before and after (NVML where present).
+// Implemented in collector/cuda/ (built only with CUDA); the CPU-only build has no definition,
+// so callers live in CUDA-enabled code only.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "rafter/collector/machine_profile.hpp"
+#include "rafter/collector/stats.hpp"
+#include "rafter/collector/timing.hpp"
+
+namespace rafter::gpu {
+
+// `stream` is a cudaStream_t passed as an opaque pointer.
+using LaunchFn = std::function<void(void* stream)>;
+
+struct GpuTimingOptions {
+  int device = 0;
+  RepeatPolicy policy;
+  bool use_graph = true;        // capture `launches_per_sample` launches in a graph, time its replays
+  int launches_per_sample = 1;  // launches in one timed sample (graph or plain); time is per launch
+  bool flush_l2 = true;         // overwrite L2 between samples (cold cache); false keeps it warm
+};
+
+struct GpuTiming {
+  Summary seconds;   // per launch
+  ClockState clocks;
+  bool graph_used = false;
+};
+
+// Times `launch` on its own stream. Throws InputError on CUDA errors (message names the call).
+GpuTiming time_launches(const LaunchFn& launch, const GpuTimingOptions& options);
+
+// SM and memory clocks in Hz now (NVML when available, else CUDA's attribute clock).
+struct Clocks {
+  double sm_hz = 0;
+  double memory_hz = 0;
+  std::string source;  // "nvml" or "cuda-attribute"
+};
+Clocks read_clocks(int device);
+
+int device_count();  // 0 when there is no GPU or no driver (never throws)
+
+// What NVML says of a device, for Device.properties: driver version, ECC mode, PCIe link, maximum
+// clocks, power limit. An object with "nvml": "unavailable (why)" when NVML cannot be opened.
+nlohmann::json nvml_properties(int device);
+
+}  // namespace rafter::gpu

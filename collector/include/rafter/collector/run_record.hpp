@@ -1,0 +1,79 @@
+// One profiling run: a record per timed (or planned) operator. Serialized as run.json
+// (docs/run-json.md). roofline/ reads it together with a MachineProfile.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rafter/collector/machine_profile.hpp"
+#include "rafter/collector/provenance.hpp"
+
+namespace rafter {
+
+inline constexpr const char* kRunSchemaName = "rafter.run";
+inline constexpr int kRunSchemaVersion = 1;
+
+// Bytes moved at one memory level ("L1", "L2", "L3", "DRAM", "HBM", "shared", or a link name
+// such as "nvlink", "pcie") with where the number came from (analytic model or counters).
+struct LevelBytes {
+  std::string level;
+  double bytes = 0;
+  Source source = Source::Analytic;
+};
+
+// The correctness check made before timing: relative error against the FP64 reference.
+struct CheckResult {
+  bool ran = false;
+  bool passed = false;
+  double error = 0;      // ||out - ref|| / ||ref|| (or the metric named below)
+  double tolerance = 0;
+  std::string metric = "rel_l2";
+  std::string shape_note;  // e.g. "checked at m=256 n=256 k=256" when the check used a smaller shape
+};
+
+enum class RecordStatus { Ok, Invalid, NoBackend, Planned, Failed };
+std::string_view to_string(RecordStatus s);
+RecordStatus record_status_from_string(std::string_view s);
+
+struct OperatorRecord {
+  std::string op;         // catalogue name: "gemm", "rmsnorm", "attention_prefill", ...
+  std::string label;      // role in the model step: "layer.attn.q_proj" (may equal op)
+  std::string phase;      // "fwd", "bwd", "bwd_input", "bwd_weight", "step", ...
+  std::string backend;    // "cpu.onednn", "cpu.native", "cuda.cublaslt", "cuda.native", ...
+  std::string device;     // "cpu", "cuda:0"
+  std::map<std::string, std::int64_t> shape;  // named shape parameters
+  std::string precision;  // "bf16", "fp8_e4m3", "nvfp4", ...
+  bool emulated = false;  // precision did not run natively (e.g. FP8 on a CPU)
+  std::string emulated_via;  // the precision whose roofs it really ran against ("bf16", "fp8_e4m3")
+  double count = 1;       // occurrences in one model step
+  RecordStatus status = RecordStatus::Planned;
+  std::optional<Figure> time;  // seconds per call (measured)
+  std::map<std::string, double> flops;  // FLOPs per call, per precision
+  std::vector<LevelBytes> bytes;        // bytes per call, per memory level / link
+  double compulsory_bytes = 0;          // every input read once, every output written once
+  CheckResult check;
+  ClockState clocks;
+  nlohmann::json details = nlohmann::json::object();  // algorithm chosen, flush policy, ...
+  std::string note;       // a short reason for NoBackend / Failed / Invalid
+
+  double total_flops() const;
+  const LevelBytes* bytes_at(std::string_view level) const;
+};
+
+struct Run {
+  std::string rafter_version;
+  std::string timestamp;
+  std::string host;
+  Device device;  // the device the run executed on (id, name, driver/CUDA/library versions)
+  nlohmann::json suite = nlohmann::json::object();   // model, phase, batch, seq, precision recipe, tp, zero, dp
+  nlohmann::json conditions = nlohmann::json::object();  // warm_cache, repeat policy, counters
+  std::vector<OperatorRecord> records;
+};
+
+nlohmann::json to_json(const OperatorRecord& r);
+nlohmann::json to_json(const Run& r);
+Run run_from_json(const nlohmann::json& j, std::string_view origin = "run.json");
+
+}  // namespace rafter

@@ -1,0 +1,153 @@
+// OperatorRecord and Run: helpers and run.json (write and validated read).
+#include "rafter/collector/run_record.hpp"
+
+#include <fmt/core.h>
+
+#include "rafter/collector/error.hpp"
+#include "rafter/collector/json_io.hpp"
+
+namespace rafter {
+using nlohmann::json;
+
+std::string_view to_string(RecordStatus s) {
+  switch (s) {
+    case RecordStatus::Ok: return "ok";
+    case RecordStatus::Invalid: return "invalid";
+    case RecordStatus::NoBackend: return "no_backend";
+    case RecordStatus::Planned: return "planned";
+    case RecordStatus::Failed: return "failed";
+  }
+  return "ok";
+}
+
+RecordStatus record_status_from_string(std::string_view s) {
+  for (RecordStatus v : {RecordStatus::Ok, RecordStatus::Invalid, RecordStatus::NoBackend, RecordStatus::Planned,
+                         RecordStatus::Failed})
+    if (to_string(v) == s) return v;
+  throw FormatError(fmt::format("unknown status '{}' (ok, invalid, no_backend, planned, failed)", s));
+}
+
+double OperatorRecord::total_flops() const {
+  double t = 0;
+  for (const auto& [_, f] : flops) t += f;
+  return t;
+}
+
+const LevelBytes* OperatorRecord::bytes_at(std::string_view level) const {
+  for (const auto& b : bytes)
+    if (b.level == level) return &b;
+  return nullptr;
+}
+
+json to_json(const OperatorRecord& r) {
+  json bytes = json::array();
+  for (const auto& b : r.bytes) bytes.push_back({{"level", b.level}, {"bytes", b.bytes}, {"source", to_string(b.source)}});
+  json j = {{"op", r.op},
+            {"label", r.label},
+            {"phase", r.phase},
+            {"backend", r.backend},
+            {"device", r.device},
+            {"shape", r.shape},
+            {"precision", r.precision},
+            {"emulated", r.emulated},
+            {"count", r.count},
+            {"status", to_string(r.status)},
+            {"flops", r.flops},
+            {"bytes", bytes},
+            {"compulsory_bytes", r.compulsory_bytes},
+            {"check", {{"ran", r.check.ran}, {"passed", r.check.passed}, {"error", r.check.error},
+                       {"tolerance", r.check.tolerance}, {"metric", r.check.metric}, {"shape_note", r.check.shape_note}}},
+            {"clocks", {{"core_hz_before", r.clocks.core_hz_before}, {"core_hz_after", r.clocks.core_hz_after},
+                        {"memory_hz_before", r.clocks.memory_hz_before}, {"memory_hz_after", r.clocks.memory_hz_after},
+                        {"throttled", r.clocks.throttled}}},
+            {"details", r.details},
+            {"note", r.note}};
+  if (r.emulated) j["emulated_via"] = r.emulated_via;
+  if (r.time) j["time"] = to_json(*r.time);
+  return j;
+}
+
+json to_json(const Run& r) {
+  json records = json::array();
+  for (const auto& rec : r.records) records.push_back(to_json(rec));
+  return {{"schema", {{"name", kRunSchemaName}, {"version", kRunSchemaVersion}}},
+          {"rafter_version", r.rafter_version},
+          {"timestamp", r.timestamp},
+          {"host", r.host},
+          {"device", to_json(r.device)},
+          {"suite", r.suite},
+          {"conditions", r.conditions},
+          {"records", records}};
+}
+
+namespace {
+
+OperatorRecord record_from_json(const JsonReader& r) {
+  OperatorRecord o;
+  o.op = r.string("op");
+  o.label = r.string_or("label", o.op);
+  o.phase = r.string_or("phase", "");
+  o.backend = r.string_or("backend", "");
+  o.device = r.string("device");
+  JsonReader shape = r.object("shape");
+  for (const auto& [k, v] : shape.raw().items()) o.shape[k] = shape.integer(k);
+  o.precision = r.string("precision");
+  o.emulated = r.boolean_or("emulated", false);
+  o.emulated_via = r.string_or("emulated_via", "");
+  if (o.emulated && o.emulated_via.empty()) r.fail("emulated_via", "missing for an emulated record");
+  o.count = r.number("count");
+  if (!(o.count > 0)) r.fail("count", "must be positive");
+  try {
+    o.status = record_status_from_string(r.string("status"));
+  } catch (const FormatError& e) {
+    r.fail("status", e.what());
+  }
+  if (r.has("time")) o.time = figure_from_json(r.object("time"));
+  if ((o.status == RecordStatus::Ok || o.status == RecordStatus::Invalid) && !o.time)
+    r.fail("time", "missing for a timed record");
+  if (o.time && !(o.time->value > 0)) r.fail("time.value", "must be positive");
+  JsonReader flops = r.object("flops");
+  for (const auto& [k, v] : flops.raw().items()) o.flops[k] = flops.number(k);
+  for (std::size_t i = 0; i < r.array("bytes").size(); ++i) {
+    JsonReader b = r.element("bytes", i);
+    LevelBytes lb{b.string("level"), b.number("bytes"), Source::Analytic};
+    try {
+      lb.source = source_from_string(b.string("source"));
+    } catch (const FormatError& e) {
+      b.fail("source", e.what());
+    }
+    o.bytes.push_back(lb);
+  }
+  o.compulsory_bytes = r.number_or("compulsory_bytes", 0);
+  if (r.has("check")) {
+    JsonReader c = r.object("check");
+    o.check = {c.boolean("ran"), c.boolean("passed"), c.number_or("error", 0), c.number_or("tolerance", 0),
+               c.string_or("metric", "rel_l2"), c.string_or("shape_note", "")};
+  }
+  if (r.has("clocks")) {
+    JsonReader c = r.object("clocks");
+    o.clocks = {c.number_or("core_hz_before", 0), c.number_or("core_hz_after", 0), c.number_or("memory_hz_before", 0),
+                c.number_or("memory_hz_after", 0), c.boolean_or("throttled", false)};
+  }
+  if (r.has("details")) o.details = r.object("details").raw();
+  o.note = r.string_or("note", "");
+  return o;
+}
+
+}  // namespace
+
+Run run_from_json(const json& j, std::string_view origin) {
+  JsonReader r(j, std::string(origin));
+  check_schema(r, kRunSchemaName, kRunSchemaVersion);
+  Run run;
+  run.rafter_version = r.string("rafter_version");
+  run.timestamp = r.string("timestamp");
+  run.host = r.string_or("host", "");
+  run.device = device_from_json(r.object("device").raw(), fmt::format("{}.device", origin));
+  if (r.has("suite")) run.suite = r.object("suite").raw();
+  if (r.has("conditions")) run.conditions = r.object("conditions").raw();
+  for (std::size_t i = 0; i < r.array("records").size(); ++i) run.records.push_back(record_from_json(r.element("records", i)));
+  return run;
+}
+
+}  // namespace rafter

@@ -1,0 +1,31 @@
+// What this x86 CPU can run, read from CPUID (and XGETBV for the OS-enabled register state), so
+// that the probes pick their kernels at run time while the binary stays baseline x86-64.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rafter::probes::cpu {
+
+struct CpuFeatures {
+  std::string vendor;  // "AuthenticAMD", "GenuineIntel"
+  std::string brand;   // "AMD EPYC 9654 96-Core Processor"
+  int family = 0;      // display family (base + extended)
+  int model = 0;       // display model
+  bool sse42 = false, avx = false, avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_bf16 = false, avx512_vnni = false, avx512_fp16 = false, avx_vnni = false;
+};
+
+const CpuFeatures& cpu_features();  // detected once
+
+// ISA extension names present, for Device::isa ("sse4_2", "avx2", "fma", "avx512f", ...).
+std::vector<std::string> isa_extension_names(const CpuFeatures& f);
+
+// The kernel ISAs rafter has, widest first: "avx512", "avx2", "sse", "scalar".
+const std::vector<std::string>& kernel_isas();
+bool cpu_has_isa(const CpuFeatures& f, std::string_view isa);  // InputError for an unknown name
+std::string widest_isa(const CpuFeatures& f);
+int vector_bits(std::string_view isa);  // 512, 256, 128, 64
+
+}  // namespace rafter::probes::cpu

@@ -1,0 +1,99 @@
+// Placement: each operator record judged against a device's roofs. Per record: achieved FLOP/s
+// per precision, arithmetic intensity per memory level, the lower bound in time that each
+// resource sets (t_p = F_p / peak_p, t_L = B_L / BW_L, t_link = B_link / BW_link), the binding
+// resource (the largest bound), efficiency = t_bound / t_measured and the gap t_measured - t_bound.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rafter/collector/machine_profile.hpp"
+#include "rafter/collector/run_record.hpp"
+#include "rafter/roofline/roofs.hpp"
+
+namespace rafter::roofline {
+
+enum class ResourceKind { Compute, Memory, Link };
+std::string_view to_string(ResourceKind k);
+
+// The lower bound in time one resource sets for one call of an operator.
+struct ResourceBound {
+  ResourceKind kind = ResourceKind::Compute;
+  std::string resource;     // compute class, memory level or link name
+  double amount = 0;        // FLOPs (compute) or bytes (memory, link) per call
+  Source amount_source = Source::Analytic;  // where the bytes came from (analytic or counter)
+  double ceiling = 0;       // FLOP/s or B/s; 0 when the profile has no such roof
+  double seconds = 0;       // amount / ceiling; 0 without a ceiling
+  bool has_ceiling() const { return ceiling > 0; }
+};
+
+// One point of the hierarchical roofline: the operator at one memory level.
+struct LevelPoint {
+  std::string level;
+  double bytes = 0;
+  Source source = Source::Analytic;
+  double ai_flops_per_byte = 0;        // total FLOPs / bytes at this level (0 when no FLOPs)
+  double bandwidth_bytes_per_second = 0;  // 0 when the profile has no roof for this level
+  double roof_flops_per_second = 0;    // min(peak, AI x BW) at this level's AI
+};
+
+struct Placement {
+  // Identity, copied from the record.
+  std::string op, label, phase, backend, device, precision;
+  std::map<std::string, std::int64_t> shape;
+  bool emulated = false;
+  std::string emulated_via;
+  std::string judged_as;  // the compute class whose roof judges it (emulated_via's for emulated records)
+  RecordStatus status = RecordStatus::Planned;
+  std::string note;
+  double count = 1;
+
+  bool timed = false;             // a measured time exists (Ok or Invalid records)
+  double seconds_per_call = 0;    // measured median
+  double min_seconds_per_call = 0, max_seconds_per_call = 0;
+  double step_seconds = 0;        // seconds_per_call x count
+  double share_of_step = 0;       // step_seconds / the run's timed step time
+
+  double total_flops = 0;         // per call
+  std::map<std::string, double> flops_by_class;             // per call, by compute class
+  std::map<std::string, double> flops_per_second_by_class;  // achieved (timed records only)
+  double flops_per_second = 0;    // total achieved
+
+  std::vector<LevelPoint> levels;     // memory levels, innermost first
+  std::vector<ResourceBound> bounds;  // compute classes, memory levels, links
+  std::optional<ResourceBound> binding;  // the largest bound; empty when no resource has a roof
+  double bound_seconds = 0;       // per call
+  double efficiency = 0;          // bound / measured (timed records with a binding resource)
+  double gap_seconds = 0;         // measured - bound, per call
+  std::vector<std::string> remarks;  // missing roofs, "faster than its roof", emulation
+
+  std::string display_name() const;  // label, else op
+  std::string binding_name() const;  // "DRAM", "bf16 compute", "nvlink", or "-"
+  // Identifies the same operator across runs of one model (precision left out on purpose).
+  std::string match_key() const;
+};
+
+struct RunPlacement {
+  std::string run_name;  // file stem or a label given by the caller
+  std::string run_host, run_timestamp;
+  nlohmann::json suite = nlohmann::json::object();
+  DeviceRoofs roofs;     // the roofs of the run's device
+  std::vector<Placement> records;
+  double step_seconds = 0;        // sum over timed records of time x count
+  double bound_step_seconds = 0;  // sum over timed records of bound x count
+  double gap_step_seconds = 0;    // step - bound over timed records
+  int timed_records = 0, untimed_records = 0;
+  std::map<std::string, double> step_seconds_by_binding;  // where the step's time goes
+  std::vector<std::string> memory_levels() const;  // levels drawn: roofs first, then any in records
+  std::vector<std::string> precisions() const;     // compute classes judged, in first-seen order
+};
+
+// Judges one record against `roofs`.
+Placement place_record(const OperatorRecord& record, const DeviceRoofs& roofs);
+
+// Judges every record of `run` against `machine` (the run's own machine, or another one for a
+// what-if). Records on another device than the run's are judged against that device's roofs.
+RunPlacement place_run(const Run& run, const MachineProfile& machine, std::string run_name = "run");
+
+}  // namespace rafter::roofline

@@ -1,0 +1,200 @@
+// Placement of operator records against a device's roofs (formulas in placement.hpp / DESIGN.md).
+#include "rafter/roofline/placement.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace rafter::roofline {
+
+std::string_view to_string(ResourceKind k) {
+  switch (k) {
+    case ResourceKind::Compute: return "compute";
+    case ResourceKind::Memory: return "memory";
+    case ResourceKind::Link: return "link";
+  }
+  return "compute";
+}
+
+std::string Placement::display_name() const { return label.empty() ? op : label; }
+
+std::string Placement::binding_name() const {
+  if (!binding) return "-";
+  if (binding->kind == ResourceKind::Compute) return binding->resource + " compute";
+  return binding->resource;
+}
+
+std::string Placement::match_key() const { return display_name() + "|" + phase; }
+
+namespace {
+
+bool has_measured_time(const OperatorRecord& r) {
+  return r.time && r.time->value > 0 && (r.status == RecordStatus::Ok || r.status == RecordStatus::Invalid);
+}
+
+// FLOPs by the compute class that judges them: an emulated record's own class is replaced by the
+// class of the path it really ran on.
+void collect_flops(const OperatorRecord& r, Placement& p) {
+  std::string own = compute_class_of(r.precision);
+  for (const auto& [name, flops] : r.flops) {
+    if (!(flops > 0)) continue;
+    std::string cls = compute_class_of(name);
+    if (r.emulated && (cls == own || name == r.precision)) cls = p.judged_as;
+    p.flops_by_class[cls] += flops;
+    p.total_flops += flops;
+  }
+}
+
+void add_compute_bounds(Placement& p, const DeviceRoofs& roofs) {
+  for (const auto& [cls, flops] : p.flops_by_class) {
+    ResourceBound b{ResourceKind::Compute, cls, flops, Source::Analytic, 0, 0};
+    if (const ComputeRoof* roof = roofs.compute_for(cls)) {
+      b.ceiling = roof->flops_per_second;
+      b.seconds = flops / roof->flops_per_second;
+    } else {
+      p.remarks.push_back(fmt::format("no {} compute roof on {}", cls, roofs.device_id));
+    }
+    p.bounds.push_back(b);
+  }
+}
+
+int level_rank(const DeviceRoofs& roofs, const std::string& level) {
+  for (std::size_t i = 0; i < roofs.memory.size(); ++i)
+    if (roofs.memory[i].name == level) return static_cast<int>(i);
+  return static_cast<int>(roofs.memory.size());
+}
+
+void add_traffic_bounds(const OperatorRecord& r, Placement& p, const DeviceRoofs& roofs) {
+  const ComputeRoof* peak = roofs.compute_for(p.judged_as);
+  for (const auto& lb : r.bytes) {
+    if (!(lb.bytes > 0)) continue;
+    if (const BandwidthRoof* link = roofs.link_for(lb.level)) {
+      p.bounds.push_back({ResourceKind::Link, lb.level, lb.bytes, lb.source, link->bytes_per_second,
+                          lb.bytes / link->bytes_per_second});
+      continue;
+    }
+    const BandwidthRoof* roof = roofs.memory_for(lb.level);
+    ResourceBound b{ResourceKind::Memory, lb.level, lb.bytes, lb.source, 0, 0};
+    LevelPoint pt{lb.level, lb.bytes, lb.source, p.total_flops / lb.bytes, 0, 0};
+    if (roof) {
+      b.ceiling = pt.bandwidth_bytes_per_second = roof->bytes_per_second;
+      b.seconds = lb.bytes / roof->bytes_per_second;
+      double memory_roof = pt.ai_flops_per_byte * roof->bytes_per_second;
+      pt.roof_flops_per_second = peak ? std::min(peak->flops_per_second, memory_roof) : memory_roof;
+    } else {
+      p.remarks.push_back(fmt::format("no bandwidth roof for {} on {}", lb.level, roofs.device_id));
+    }
+    p.bounds.push_back(b);
+    p.levels.push_back(pt);
+  }
+  std::stable_sort(p.levels.begin(), p.levels.end(), [&](const LevelPoint& a, const LevelPoint& b) {
+    return level_rank(roofs, a.level) < level_rank(roofs, b.level);
+  });
+}
+
+void judge_time(const OperatorRecord& r, Placement& p) {
+  p.timed = true;
+  p.seconds_per_call = r.time->value;
+  p.min_seconds_per_call = r.time->stats.samples ? r.time->stats.min : r.time->value;
+  p.max_seconds_per_call = r.time->stats.samples ? r.time->stats.max : r.time->value;
+  p.step_seconds = p.seconds_per_call * p.count;
+  for (const auto& [cls, flops] : p.flops_by_class) p.flops_per_second_by_class[cls] = flops / p.seconds_per_call;
+  p.flops_per_second = p.total_flops / p.seconds_per_call;
+  if (!p.binding) return;
+  p.efficiency = p.bound_seconds / p.seconds_per_call;
+  p.gap_seconds = p.seconds_per_call - p.bound_seconds;
+  if (p.efficiency > 1.0 + 1e-9)
+    p.remarks.push_back(fmt::format(
+        "measured {:.0f}% of its {} floor: faster than the roof allows ({} bytes or the ceiling overstate)",
+        100.0 * p.seconds_per_call / p.bound_seconds, p.binding_name(),
+        to_string(p.binding->amount_source)));
+}
+
+}  // namespace
+
+Placement place_record(const OperatorRecord& r, const DeviceRoofs& roofs) {
+  Placement p;
+  p.op = r.op;
+  p.label = r.label;
+  p.phase = r.phase;
+  p.backend = r.backend;
+  p.device = r.device;
+  p.precision = r.precision;
+  p.shape = r.shape;
+  p.emulated = r.emulated;
+  p.emulated_via = r.emulated_via;
+  p.status = r.status;
+  p.note = r.note;
+  p.count = r.count;
+  p.judged_as = compute_class_of(r.emulated && !r.emulated_via.empty() ? r.emulated_via : r.precision);
+  if (r.emulated)
+    p.remarks.push_back(r.emulated_via.empty()
+                            ? fmt::format("emulated {} (path not recorded): judged on {} roofs", r.precision,
+                                          p.judged_as)
+                            : fmt::format("emulated: {} ran via {}, judged on {} roofs", r.precision,
+                                          r.emulated_via, p.judged_as));
+  if (r.status == RecordStatus::Invalid) p.remarks.push_back("correctness check failed: time shown, result wrong");
+  collect_flops(r, p);
+  add_compute_bounds(p, roofs);
+  add_traffic_bounds(r, p, roofs);
+  for (const auto& b : p.bounds)
+    if (b.has_ceiling() && (!p.binding || b.seconds > p.binding->seconds)) p.binding = b;
+  if (p.binding) p.bound_seconds = p.binding->seconds;
+  if (has_measured_time(r)) judge_time(r, p);
+  return p;
+}
+
+std::vector<std::string> RunPlacement::memory_levels() const {
+  std::vector<std::string> levels;
+  for (const auto& m : roofs.memory) levels.push_back(m.name);
+  for (const auto& p : records)
+    for (const auto& l : p.levels)
+      if (std::find(levels.begin(), levels.end(), l.level) == levels.end()) levels.push_back(l.level);
+  return levels;
+}
+
+std::vector<std::string> RunPlacement::precisions() const {
+  std::vector<std::string> out;
+  for (const auto& p : records)
+    for (const auto& [cls, flops] : p.flops_by_class)
+      if (std::find(out.begin(), out.end(), cls) == out.end()) out.push_back(cls);
+  return out;
+}
+
+RunPlacement place_run(const Run& run, const MachineProfile& machine, std::string run_name) {
+  RunPlacement rp;
+  rp.run_name = std::move(run_name);
+  rp.run_host = run.host;
+  rp.run_timestamp = run.timestamp;
+  rp.suite = run.suite;
+  std::string device = run.device.id;
+  if (device.empty() && !run.records.empty()) device = run.records.front().device;
+  if (device.empty() && !machine.devices.empty()) device = machine.devices.front().id;
+  rp.roofs = roofs_for(machine, device);
+  std::map<std::string, DeviceRoofs> other;
+  for (const auto& r : run.records) {
+    const DeviceRoofs* roofs = &rp.roofs;
+    if (!r.device.empty() && r.device != device) {
+      auto it = other.find(r.device);
+      if (it == other.end()) it = other.emplace(r.device, roofs_for(machine, r.device)).first;
+      roofs = &it->second;
+    }
+    rp.records.push_back(place_record(r, *roofs));
+  }
+  for (const auto& p : rp.records) {
+    if (!p.timed) {
+      ++rp.untimed_records;
+      continue;
+    }
+    ++rp.timed_records;
+    rp.step_seconds += p.step_seconds;
+    rp.bound_step_seconds += p.bound_seconds * p.count;
+    rp.step_seconds_by_binding[p.binding_name()] += p.step_seconds;
+  }
+  rp.gap_step_seconds = rp.step_seconds - rp.bound_step_seconds;
+  for (auto& p : rp.records)
+    if (p.timed && rp.step_seconds > 0) p.share_of_step = p.step_seconds / rp.step_seconds;
+  return rp;
+}
+
+}  // namespace rafter::roofline

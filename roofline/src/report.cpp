@@ -1,0 +1,182 @@
+// Console table, CSV and JSON of a run's placement.
+#include "rafter/roofline/report.hpp"
+
+#include <fmt/format.h>
+
+#include "rafter/roofline/format.hpp"
+
+namespace rafter::roofline {
+
+std::string format_text_table(const std::vector<std::vector<std::string>>& rows) {
+  auto width = [](const std::string& s) {  // code points, so that "µs" counts as two
+    std::size_t n = 0;
+    for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+    return n;
+  };
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (widths.size() <= i) widths.push_back(0);
+      widths[i] = std::max(widths[i], width(row[i]));
+    }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      std::string pad(widths[i] - width(row[i]), ' ');
+      line += i == 0 ? row[i] + pad : "  " + pad + row[i];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+std::string untimed_text(const Placement& p) {
+  switch (p.status) {
+    case RecordStatus::Planned: return "planned";
+    case RecordStatus::NoBackend: return "no backend";
+    case RecordStatus::Failed: return "failed";
+    default: return "no time";
+  }
+}
+
+std::string precision_text(const Placement& p) {
+  return p.emulated ? p.precision + "→" + p.judged_as : p.precision;
+}
+
+std::vector<std::string> table_row(const Placement& p, const std::vector<std::string>& levels) {
+  std::vector<std::string> row = {p.display_name(), p.phase, precision_text(p), fmt::format("{:g}", p.count)};
+  if (p.timed) {
+    row.push_back(format_seconds(p.seconds_per_call));
+    row.push_back(format_percent(p.share_of_step));
+    row.push_back(p.total_flops > 0 ? format_flops_per_second(p.flops_per_second) : "-");
+  } else {
+    row.insert(row.end(), {untimed_text(p), "-", "-"});
+  }
+  for (const auto& level : levels) {
+    std::string ai = "-";
+    for (const auto& l : p.levels)
+      if (l.level == level) ai = format_intensity(l.ai_flops_per_byte);
+    row.push_back(ai);
+  }
+  row.push_back(p.binding_name());
+  if (p.timed && p.binding) {
+    row.push_back(format_percent(p.efficiency));
+    row.push_back(format_seconds(p.gap_seconds));
+  } else {
+    row.push_back(p.binding ? "floor " + format_seconds(p.bound_seconds) : "-");
+    row.push_back("-");
+  }
+  return row;
+}
+
+std::string header_text(const RunPlacement& rp) {
+  std::string model = rp.suite.contains("model") && rp.suite["model"].is_string()
+                          ? rp.suite["model"].get<std::string>()
+                          : std::string("-");
+  return fmt::format("run {} (host {}, model {}) judged on {} [{}] of machine {}\n", rp.run_name, rp.run_host,
+                     model, rp.roofs.device_id, rp.roofs.device_name, rp.roofs.host);
+}
+
+std::string footer_text(const RunPlacement& rp) {
+  std::string out;
+  if (rp.timed_records > 0) {
+    out += fmt::format("step: {} measured, {} explained by roofs ({}), {} unexplained gap\n",
+                       format_seconds(rp.step_seconds), format_seconds(rp.bound_step_seconds),
+                       format_percent(rp.step_seconds > 0 ? rp.bound_step_seconds / rp.step_seconds : 0),
+                       format_seconds(rp.gap_step_seconds));
+    out += "time by binding resource:";
+    for (const auto& [name, s] : rp.step_seconds_by_binding)
+      out += fmt::format("  {} {}", name, format_percent(s / rp.step_seconds));
+    out += "\n";
+  }
+  if (rp.untimed_records > 0)
+    out += fmt::format("{} record(s) without a measured time: their roof floors are shown instead\n",
+                       rp.untimed_records);
+  for (const auto& p : rp.records)
+    for (const auto& r : p.remarks) out += fmt::format("note: {}: {}\n", p.display_name(), r);
+  return out;
+}
+
+}  // namespace
+
+std::string format_report_table(const RunPlacement& rp) {
+  auto levels = rp.memory_levels();
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"operator", "phase", "precision", "count", "time", "% step", "FLOP/s"};
+  for (const auto& l : levels) head.push_back("AI " + l);
+  head.insert(head.end(), {"bound", "efficiency", "gap"});
+  rows.push_back(head);
+  for (const auto& p : rp.records) rows.push_back(table_row(p, levels));
+  return header_text(rp) + format_text_table(rows) + footer_text(rp);
+}
+
+std::string format_report_csv(const RunPlacement& rp) {
+  auto levels = rp.memory_levels();
+  std::string out = "operator,op,phase,precision,judged_as,emulated,status,count,seconds_per_call,step_seconds,"
+                    "share_of_step,flops_per_call,flops_per_second";
+  for (const auto& l : levels) out += ",ai_" + csv_field(l) + "_flops_per_byte";
+  out += ",bound,bound_seconds,efficiency,gap_seconds\n";
+  for (const auto& p : rp.records) {
+    out += fmt::format("{},{},{},{},{},{},{},{:g},{:g},{:g},{:g},{:g},{:g}", csv_field(p.display_name()),
+                       csv_field(p.op), csv_field(p.phase), csv_field(p.precision), csv_field(p.judged_as),
+                       p.emulated ? "true" : "false", to_string(p.status), p.count, p.seconds_per_call,
+                       p.step_seconds, p.share_of_step, p.total_flops, p.flops_per_second);
+    for (const auto& level : levels) {
+      double ai = 0;
+      for (const auto& l : p.levels)
+        if (l.level == level) ai = l.ai_flops_per_byte;
+      out += fmt::format(",{:g}", ai);
+    }
+    out += fmt::format(",{},{:g},{:g},{:g}\n", csv_field(p.binding_name()), p.bound_seconds, p.efficiency,
+                       p.gap_seconds);
+  }
+  return out;
+}
+
+nlohmann::json report_json(const RunPlacement& rp) {
+  nlohmann::json j = {{"schema", {{"name", "rafter.report"}, {"version", 1}}},
+                      {"run", rp.run_name},
+                      {"run_host", rp.run_host},
+                      {"machine_host", rp.roofs.host},
+                      {"device", {{"id", rp.roofs.device_id}, {"name", rp.roofs.device_name}}},
+                      {"suite", rp.suite},
+                      {"step_seconds", rp.step_seconds},
+                      {"bound_step_seconds", rp.bound_step_seconds},
+                      {"gap_step_seconds", rp.gap_step_seconds},
+                      {"step_seconds_by_binding", rp.step_seconds_by_binding}};
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& p : rp.records) {
+    nlohmann::json r = {{"operator", p.display_name()}, {"op", p.op}, {"phase", p.phase},
+                        {"precision", p.precision}, {"judged_as", p.judged_as}, {"emulated", p.emulated},
+                        {"status", to_string(p.status)}, {"count", p.count}, {"timed", p.timed},
+                        {"flops_per_call", p.total_flops}, {"flops_by_class", p.flops_by_class},
+                        {"bound", p.binding_name()}, {"bound_seconds", p.bound_seconds},
+                        {"remarks", p.remarks}};
+    if (p.timed)
+      r.update({{"seconds_per_call", p.seconds_per_call}, {"step_seconds", p.step_seconds},
+                {"share_of_step", p.share_of_step}, {"flops_per_second", p.flops_per_second},
+                {"flops_per_second_by_class", p.flops_per_second_by_class}, {"efficiency", p.efficiency},
+                {"gap_seconds", p.gap_seconds}});
+    nlohmann::json levels = nlohmann::json::array();
+    for (const auto& l : p.levels)
+      levels.push_back({{"level", l.level}, {"bytes", l.bytes}, {"source", to_string(l.source)},
+                        {"ai_flops_per_byte", l.ai_flops_per_byte},
+                        {"bandwidth_bytes_per_second", l.bandwidth_bytes_per_second},
+                        {"roof_flops_per_second", l.roof_flops_per_second}});
+    nlohmann::json bounds = nlohmann::json::array();
+    for (const auto& b : p.bounds)
+      bounds.push_back({{"kind", to_string(b.kind)}, {"resource", b.resource}, {"amount", b.amount},
+                        {"ceiling", b.ceiling}, {"seconds", b.seconds}});
+    r["levels"] = levels;
+    r["bounds"] = bounds;
+    records.push_back(r);
+  }
+  j["records"] = records;
+  return j;
+}
+
+}  // namespace rafter::roofline

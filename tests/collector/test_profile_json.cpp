@@ -1,0 +1,188 @@
+// machine.json and run.json: round trips, flags, and errors that name the broken field.
+#include <gtest/gtest.h>
+
+#include "rafter/collector/error.hpp"
+#include "rafter/collector/machine_profile.hpp"
+#include "rafter/collector/run_record.hpp"
+
+using namespace rafter;
+
+namespace {
+
+Summary rate_summary(double median) {
+  Summary s;
+  s.samples = 5;
+  s.median = s.mean = median;
+  s.min = median * 0.98;
+  s.max = median * 1.01;
+  s.spread = 0.03;
+  return s;
+}
+
+MachineProfile sample_profile() {
+  MachineProfile p;
+  p.rafter_version = "0.1.0";
+  p.timestamp = "2026-11-22T17:00:00Z";
+  p.host = "test";
+  Device d;
+  d.id = "cpu";
+  d.kind = "cpu";
+  d.name = "Test CPU";
+  d.cores = 2;
+  d.memory_levels = {{"L1", 32768, 64, 1, 2}, {"L2", 1 << 20, 64, 1, 2}, {"DRAM", 0, 64, 2, 1}};
+  p.devices.push_back(d);
+  Ceiling fma;
+  fma.kind = CeilingKind::Compute;
+  fma.device = "cpu";
+  fma.resource = "fp64";
+  fma.operation = "fma";
+  fma.isa = "avx512";
+  fma.scope = "device";
+  fma.threads = 2;
+  fma.figure = Figure::measured(rate_summary(150e9), "FLOP/s");
+  fma.datasheet_value = 160e9;
+  apply_flags(fma);
+  p.ceilings.push_back(fma);
+  Ceiling slow = fma;
+  slow.isa = "avx2";
+  slow.figure = Figure::measured(rate_summary(80e9), "FLOP/s");
+  apply_flags(slow);
+  p.ceilings.push_back(slow);
+  Ceiling bw = fma;
+  bw.kind = CeilingKind::Bandwidth;
+  bw.resource = "DRAM";
+  bw.operation = "load";
+  bw.figure = Figure::measured(rate_summary(40e9), "B/s");
+  bw.datasheet_value.reset();
+  apply_flags(bw);
+  p.ceilings.push_back(bw);
+  return p;
+}
+
+}  // namespace
+
+TEST(MachineProfile, FlagsFollowTheDatasheetRatio) {
+  MachineProfile p = sample_profile();
+  EXPECT_NEAR(*p.ceilings[0].datasheet_ratio, 150.0 / 160.0, 1e-12);
+  EXPECT_EQ(p.ceilings[0].flag, "");
+  EXPECT_EQ(p.ceilings[1].flag, "below_60pct_datasheet");
+  Ceiling over = p.ceilings[0];
+  over.figure.value = 170e9;
+  apply_flags(over);
+  EXPECT_EQ(over.flag, "above_datasheet");
+}
+
+TEST(MachineProfile, BestPicksTheFastestNativeCeiling) {
+  MachineProfile p = sample_profile();
+  const Ceiling* c = p.best("cpu", CeilingKind::Compute, "fp64");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->isa, "avx512");
+  EXPECT_EQ(p.best("cpu", CeilingKind::Compute, "bf16"), nullptr);
+  EXPECT_EQ(p.best("cpu", CeilingKind::Compute, "fp64", "core"), nullptr);
+}
+
+TEST(MachineProfile, JsonRoundTrip) {
+  MachineProfile p = sample_profile();
+  MachineProfile q = machine_profile_from_json(to_json(p));
+  EXPECT_EQ(to_json(q), to_json(p));
+  ASSERT_EQ(q.devices.size(), 1u);
+  EXPECT_EQ(q.devices[0].memory_levels[1].size_bytes, 1 << 20);
+  EXPECT_EQ(q.ceilings[2].kind, CeilingKind::Bandwidth);
+  EXPECT_EQ(q.ceilings[0].figure.stats.samples, 5u);
+}
+
+TEST(MachineProfile, BrokenFieldIsNamed) {
+  auto j = to_json(sample_profile());
+  j["ceilings"][1]["figure"]["value"] = "fast";
+  try {
+    machine_profile_from_json(j);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "machine.json.ceilings[1].figure.value: expected a number");
+  }
+  j = to_json(sample_profile());
+  j["ceilings"][0]["figure"]["value"] = 0;
+  EXPECT_THROW(machine_profile_from_json(j), FormatError);  // an absent ceiling is never 0
+  j = to_json(sample_profile());
+  j["schema"]["name"] = "rafter.run";
+  EXPECT_THROW(machine_profile_from_json(j), FormatError);
+  j = to_json(sample_profile());
+  j["ceilings"][0]["device"] = "cuda:3";
+  EXPECT_THROW(machine_profile_from_json(j), FormatError);
+  j = to_json(sample_profile());
+  j.erase("devices");
+  try {
+    machine_profile_from_json(j, "m.json");
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "m.json.devices: missing");
+  }
+}
+
+namespace {
+Run sample_run() {
+  Run run;
+  run.rafter_version = "0.1.0";
+  run.timestamp = "2026-11-22T17:00:00Z";
+  run.device = sample_profile().devices[0];
+  OperatorRecord r;
+  r.op = "gemm";
+  r.label = "layer.mlp.up_proj";
+  r.phase = "fwd";
+  r.backend = "cpu.onednn";
+  r.device = "cpu";
+  r.shape = {{"m", 64}, {"n", 128}, {"k", 256}};
+  r.precision = "bf16";
+  r.count = 32;
+  r.status = RecordStatus::Ok;
+  r.time = Figure::measured(rate_summary(1e-3), "s");
+  r.flops = {{"bf16", 2.0 * 64 * 128 * 256}};
+  r.bytes = {{"L1", 1e6, Source::Analytic}, {"DRAM", 2e5, Source::Analytic}};
+  r.check = {true, true, 1e-3, 1e-2, "rel_l2", ""};
+  run.records.push_back(r);
+  OperatorRecord planned = r;
+  planned.status = RecordStatus::NoBackend;
+  planned.time.reset();
+  planned.precision = "nvfp4";
+  planned.emulated = true;
+  planned.emulated_via = "bf16";
+  run.records.push_back(planned);
+  return run;
+}
+}  // namespace
+
+TEST(RunRecord, JsonRoundTripAndHelpers) {
+  rafter::Run run = sample_run();
+  rafter::Run back = run_from_json(to_json(run));
+  EXPECT_EQ(to_json(back), to_json(run));
+  EXPECT_DOUBLE_EQ(back.records[0].total_flops(), 2.0 * 64 * 128 * 256);
+  ASSERT_NE(back.records[0].bytes_at("DRAM"), nullptr);
+  EXPECT_EQ(back.records[0].bytes_at("L3"), nullptr);
+  EXPECT_EQ(back.records[1].status, RecordStatus::NoBackend);
+  EXPECT_FALSE(back.records[1].time.has_value());
+}
+
+TEST(RunRecord, BrokenFieldIsNamed) {
+  auto j = to_json(sample_run());
+  j["records"][0].erase("time");
+  try {
+    run_from_json(j);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "run.json.records[0].time: missing for a timed record");
+  }
+  j = to_json(sample_run());
+  j["records"][1]["status"] = "great";
+  EXPECT_THROW(run_from_json(j), FormatError);
+  j = to_json(sample_run());
+  j["records"][0]["bytes"][1]["source"] = "guess";
+  EXPECT_THROW(run_from_json(j), FormatError);
+  j = to_json(sample_run());
+  j["records"][0]["shape"]["m"] = 1.5;
+  try {
+    run_from_json(j);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "run.json.records[0].shape.m: expected an integer");
+  }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian packages; the PyPI GPU headers into ./.venv when CUDA is
+# present), configures and builds rafter, then:
+#   tools/setup.sh run    runs rafter's default job (writes ./rafter-out/)
+#   tools/setup.sh test   runs the test suite (ctest)
+#   tools/setup.sh build  only builds
+# Environment: BUILD_DIR (default build), RAFTER_CUDA (AUTO|ON|OFF, default AUTO), JOBS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-build}
+build_dir=${BUILD_DIR:-build}
+cuda=${RAFTER_CUDA:-AUTO}
+jobs=${JOBS:-$(nproc)}
+
+debs=(build-essential cmake ninja-build ccache pkg-config git python3 python3-venv
+      libpapi-dev libpfm4-dev libhwloc-dev hwloc libfmt-dev nlohmann-json3-dev libcli11-dev
+      libgtest-dev libdnnl-dev librsvg2-dev python3-lxml chromium likwid)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd=sudo
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# GPU headers Debian lacks (NVML for clocks), into a project-local venv that CMake finds by a hint.
+nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ "$cuda" != OFF ] && [ -x "$nvcc_bin" ] && [ ! -f .venv/.rafter-ok ]; then
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check "nvidia-nvml-dev==13.0.87" \
+    || echo "setup: NVML headers unavailable; clocks will come from CUDA attributes"
+  touch .venv/.rafter-ok
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAFTER_CUDA="$cuda" \
+  ${RAFTER_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -j "$jobs"
+
+case "$mode" in
+  run) "$build_dir/apps/rafter/rafter" ;;
+  test) ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ;;
+  build) ;;
+  *) echo "setup: unknown mode '$mode' (run|test|build)" >&2; exit 2 ;;
+esac

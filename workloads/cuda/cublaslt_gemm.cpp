@@ -1,0 +1,247 @@
+// cuBLASLt GEMM: descriptors, heuristic candidates, the timed choice, the launch.
+#include "cublaslt_gemm.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+namespace rafter::workloads::cuda {
+namespace {
+
+void check_lt(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS)
+    throw InputError(std::string("cuBLASLt error in ") + what + ": " + cublasGetStatusName(st));
+}
+#define LT_CHECK(call) check_lt((call), #call)
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::F64: return CUDA_R_64F;
+    case DType::F32: return CUDA_R_32F;
+    case DType::BF16: return CUDA_R_16BF;
+    case DType::F16: return CUDA_R_16F;
+    case DType::E4M3: return CUDA_R_8F_E4M3;
+    case DType::E5M2: return CUDA_R_8F_E5M2;
+    case DType::I8: return CUDA_R_8I;
+    case DType::I32: return CUDA_R_32I;
+    default: throw InputError("no cuBLASLt type for dtype");
+  }
+}
+
+cublasComputeType_t compute_type(const std::string& c) {
+  if (c == "64F") return CUBLAS_COMPUTE_64F;
+  if (c == "32F_FAST_TF32") return CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (c == "32I") return CUBLAS_COMPUTE_32I;
+  return CUBLAS_COMPUTE_32F;
+}
+
+cublasLtMatrixLayout_t make_layout(DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                                   std::int64_t batch, std::int64_t stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  LT_CHECK(cublasLtMatrixLayoutCreate(&l, cuda_type(t), rows, cols, ld));
+  if (batch > 1) {
+    int b = static_cast<int>(batch);
+    LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
+    LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                              sizeof stride));
+  }
+  return l;
+}
+
+template <class T>
+T algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written) != CUBLAS_STATUS_SUCCESS)
+    return T{};
+  return v;
+}
+
+}  // namespace
+
+DType dtype_from_name(const std::string& n) {
+  if (n == "f64") return DType::F64;
+  if (n == "f32") return DType::F32;
+  if (n == "bf16") return DType::BF16;
+  if (n == "f16") return DType::F16;
+  if (n == "e4m3") return DType::E4M3;
+  if (n == "e5m2") return DType::E5M2;
+  if (n == "i8") return DType::I8;
+  if (n == "i32") return DType::I32;
+  throw InputError("unknown element type '" + n + "'");
+}
+
+cublasLtHandle_t lt_handle() {
+  static std::once_flag once;
+  static cublasLtHandle_t handle = nullptr;
+  std::call_once(once, [] { LT_CHECK(cublasLtCreate(&handle)); });
+  return handle;
+}
+
+LtGemm::LtGemm(const GemmSpec& spec) : spec_(spec), types_(gemm_types(spec)) {
+  if (std::string why = gemm_shape_problem(spec); !why.empty()) throw InputError(why);
+  const auto& s = spec_;
+  std::int64_t sa = s.stride_a ? s.stride_a : s.m * s.k;
+  std::int64_t sb = s.stride_b ? s.stride_b : s.k * s.n;
+  std::int64_t sc = s.stride_c ? s.stride_c : s.m * s.n;
+  // Row-major C = A'·B' is column-major Cᵀ = B'ᵀ·A'ᵀ: cuBLAS's A is our B, its B is our A.
+  cublasOperation_t op_a = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_b = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  a_layout_ = s.trans_b ? make_layout(dtype_from_name(types_.b), s.k, s.n, s.k, s.batch, sb)
+                        : make_layout(dtype_from_name(types_.b), s.n, s.k, s.n, s.batch, sb);
+  b_layout_ = s.trans_a ? make_layout(dtype_from_name(types_.a), s.m, s.k, s.m, s.batch, sa)
+                        : make_layout(dtype_from_name(types_.a), s.k, s.m, s.k, s.batch, sa);
+  c_layout_ = make_layout(dtype_from_name(types_.c), s.n, s.m, s.n, s.batch, sc);
+  cudaDataType_t scale_type = types_.compute == "64F" ? CUDA_R_64F
+                              : types_.compute == "32I" ? CUDA_R_32I : CUDA_R_32F;
+  LT_CHECK(cublasLtMatmulDescCreate(&desc_, compute_type(types_.compute), scale_type));
+  LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+  LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+  if (types_.scaled) {
+    std::int8_t fast = s.fast_accum ? 1 : 0;
+    LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+  }
+  workspace_ = DeviceBuffer(kGemmWorkspaceBytes);
+}
+
+LtGemm::~LtGemm() {
+  if (desc_) cublasLtMatmulDescDestroy(desc_);
+  for (auto l : {a_layout_, b_layout_, c_layout_})
+    if (l) cublasLtMatrixLayoutDestroy(l);
+}
+
+void LtGemm::bind(const void* a, const void* b, void* c, const float* scale_a, const float* scale_b) {
+  a_ = a, b_ = b, c_ = c;
+  if (types_.scaled) {
+    if (!scale_a || !scale_b) throw InputError("FP8 GEMM needs both per-tensor scales");
+    // cuBLAS's A is our B (and vice versa): swap the scales with the operands.
+    LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_b,
+                                            sizeof scale_b));
+    LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_a,
+                                            sizeof scale_a));
+  }
+}
+
+const void* LtGemm::alpha() const {
+  if (types_.compute == "64F") return &alpha_f64_;
+  if (types_.compute == "32I") return &alpha_i32_;
+  return &alpha_f32_;
+}
+const void* LtGemm::beta() const {
+  if (types_.compute == "64F") return &beta_f64_;
+  if (types_.compute == "32I") return &beta_i32_;
+  return &beta_f32_;
+}
+
+void LtGemm::launch(cudaStream_t stream) const {
+  if (!have_algo_) throw InputError("LtGemm::launch before choose()");
+  LT_CHECK(cublasLtMatmul(lt_handle(), desc_, alpha(), b_, a_layout_, a_, b_layout_, beta(), c_, c_layout_,
+                          c_, c_layout_, &algo_, workspace_.get(), algo_workspace_, stream));
+}
+
+GemmAlgoRecord LtGemm::describe(const cublasLtMatmulHeuristicResult_t& r) const {
+  GemmAlgoRecord g;
+  g.algo_id = algo_attr<int>(r.algo, CUBLASLT_ALGO_CONFIG_ID);
+  g.tile_id = static_cast<int>(algo_attr<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
+  g.tile = tile_name(g.tile_id);
+  g.stages_id = static_cast<int>(algo_attr<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
+  g.stages = stages_name(g.stages_id);
+  g.split_k = std::max(1, algo_attr<int>(r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+  g.reduction_scheme = static_cast<int>(algo_attr<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
+  g.swizzle = static_cast<int>(algo_attr<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+  g.custom_option = static_cast<int>(algo_attr<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
+  g.cluster_shape_id = static_cast<int>(algo_attr<std::uint16_t>(r.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
+  g.cluster = cluster_name(g.cluster_shape_id);
+  g.workspace_bytes = r.workspaceSize;
+  return g;
+}
+
+namespace {
+
+// A buffer twice the L2 size, overwritten before each timed candidate launch so that the search
+// ranks candidates under the same cold-cache condition as the final timing.
+void* flush_buffer(std::size_t* bytes) {
+  static std::once_flag once;
+  static void* buf = nullptr;
+  static std::size_t size = 0;
+  std::call_once(once, [] {
+    int dev = 0, l2 = 0;
+    RAFTER_CUDA_CHECK(cudaGetDevice(&dev));
+    RAFTER_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    size = std::max<std::size_t>(std::size_t(l2) * 2, std::size_t{8} << 20);
+    RAFTER_CUDA_CHECK(cudaMalloc(&buf, size));
+  });
+  *bytes = size;
+  return buf;
+}
+
+struct EventPair {
+  cudaEvent_t start{}, stop{};
+  EventPair() {
+    RAFTER_CUDA_CHECK(cudaEventCreate(&start));
+    RAFTER_CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~EventPair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+};
+
+}  // namespace
+
+GemmAlgoRecord LtGemm::choose(bool time_all, int max_candidates) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  std::size_t ws = kGemmWorkspaceBytes;
+  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(std::max(1, max_candidates));
+  int returned = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc_, a_layout_, b_layout_, c_layout_,
+                                                     c_layout_, pref, static_cast<int>(results.size()),
+                                                     results.data(), &returned);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || returned == 0)
+    throw InputError("cuBLASLt offers no algorithm for this " + spec_.precision + " GEMM (" +
+                     cublasGetStatusName(st) + ")");
+  std::vector<double> seconds(returned, 0.0);
+  int best = 0;
+  if (time_all && returned > 1) {
+    std::size_t flush_bytes = 0;
+    void* flush = flush_buffer(&flush_bytes);
+    EventPair ev;
+    for (int i = 0; i < returned; ++i) {
+      algo_ = results[i].algo, algo_workspace_ = results[i].workspaceSize, have_algo_ = true;
+      std::vector<double> samples;
+      try {
+        launch(nullptr);  // warm-up; a candidate that fails to launch is skipped
+        for (int r = 0; r < 5; ++r) {
+          RAFTER_CUDA_CHECK(cudaMemsetAsync(flush, r, flush_bytes, nullptr));
+          RAFTER_CUDA_CHECK(cudaEventRecord(ev.start, nullptr));
+          launch(nullptr);
+          RAFTER_CUDA_CHECK(cudaEventRecord(ev.stop, nullptr));
+          RAFTER_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+          float ms = 0;
+          RAFTER_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+          samples.push_back(ms * 1e-3);
+        }
+      } catch (const InputError&) {
+        cudaGetLastError();
+        seconds[i] = 1e30;
+        continue;
+      }
+      std::nth_element(samples.begin(), samples.begin() + 2, samples.end());
+      seconds[i] = samples[2];
+      if (seconds[i] < seconds[best]) best = i;
+    }
+  }
+  algo_ = results[best].algo;
+  algo_workspace_ = results[best].workspaceSize;
+  have_algo_ = true;
+  GemmAlgoRecord rec = describe(results[best]);
+  rec.candidate_rank = best;
+  rec.candidates = returned;
+  rec.candidate_seconds = seconds[best];
+  rec.choice = time_all ? "best" : "heuristic";
+  return rec;
+}
+
+}  // namespace rafter::workloads::cuda

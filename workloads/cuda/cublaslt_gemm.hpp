@@ -1,0 +1,65 @@
+// One GEMM through cuBLASLt: descriptors for a GemmSpec (row-major problem mapped onto cuBLAS's
+// column-major one), the heuristic's candidates, the timed choice among them, and the launch.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "gemm_spec.hpp"
+
+namespace rafter::workloads::cuda {
+
+inline constexpr std::size_t kGemmWorkspaceBytes = std::size_t{32} << 20;  // as PyTorch on sm_90
+inline constexpr int kGemmCandidates = 16;
+
+DType dtype_from_name(const std::string& name);  // "bf16" → DType::BF16 (gemm_types spelling)
+
+class LtGemm {
+ public:
+  explicit LtGemm(const GemmSpec& spec);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  const GemmSpec& spec() const { return spec_; }
+  const GemmTypes& types() const { return types_; }
+  // Element counts of the stored operands (all batches).
+  std::size_t a_count() const { return std::size_t(spec_.m * spec_.k) * spec_.batch; }
+  std::size_t b_count() const { return std::size_t(spec_.k * spec_.n) * spec_.batch; }
+  std::size_t c_count() const { return std::size_t(spec_.m * spec_.n) * spec_.batch; }
+
+  // Operands (device pointers, laid out as the spec says) and FP8 per-tensor scales (device
+  // floats, dequantization factors: real = stored × scale); null scales for other precisions.
+  void bind(const void* a, const void* b, void* c, const float* scale_a = nullptr,
+            const float* scale_b = nullptr);
+  // Asks the heuristic for up to `max_candidates`; with `time_all`, times each (cold L2) and keeps
+  // the fastest, else keeps the first. Throws InputError when cuBLASLt offers none.
+  GemmAlgoRecord choose(bool time_all, int max_candidates = kGemmCandidates);
+  void launch(cudaStream_t stream) const;
+
+ private:
+  GemmSpec spec_;
+  GemmTypes types_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_layout_ = nullptr, b_layout_ = nullptr, c_layout_ = nullptr;
+  const void* a_ = nullptr;
+  const void* b_ = nullptr;
+  void* c_ = nullptr;
+  DeviceBuffer workspace_;
+  cublasLtMatmulAlgo_t algo_{};
+  std::size_t algo_workspace_ = 0;
+  bool have_algo_ = false;
+  double alpha_f64_ = 1, beta_f64_ = 0;
+  float alpha_f32_ = 1, beta_f32_ = 0;
+  int alpha_i32_ = 1, beta_i32_ = 0;
+
+  const void* alpha() const;
+  const void* beta() const;
+  GemmAlgoRecord describe(const cublasLtMatmulHeuristicResult_t& r) const;
+};
+
+cublasLtHandle_t lt_handle();
+
+}  // namespace rafter::workloads::cuda

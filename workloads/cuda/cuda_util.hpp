@@ -1,0 +1,75 @@
+// Small CUDA helpers for the GPU backends (workloads/cuda only): checked calls that throw
+// rafter errors, an owning device buffer, host<->device conversion of FP64 check tensors to the
+// storage types the kernels use, on-device random fill, and the version facts every record states.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "rafter/collector/error.hpp"
+
+namespace rafter::workloads::cuda {
+
+// Throws InputError naming the call and CUDA's message (a launch failure is bad input to the
+// backend: the record is marked Failed by the caller, the run goes on).
+void check_cuda(cudaError_t status, const char* what);
+#define RAFTER_CUDA_CHECK(call) ::rafter::workloads::cuda::check_cuda((call), #call)
+// After a kernel launch: the launch error (bad configuration) surfaces here.
+#define RAFTER_CUDA_LAUNCH_CHECK(what) ::rafter::workloads::cuda::check_cuda(cudaGetLastError(), what)
+
+// Element types the GPU backends store tensors in.
+enum class DType { F64, F32, BF16, F16, E4M3, E5M2, I8, I32, I64 };
+std::size_t dtype_bytes(DType t);
+const char* dtype_name(DType t);
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  void* get() const { return ptr_; }
+  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// A device tensor: buffer plus element type and count.
+struct DeviceTensor {
+  DeviceBuffer buffer;
+  DType dtype = DType::BF16;
+  std::size_t count = 0;
+  void* data() const { return buffer.get(); }
+};
+
+DeviceTensor alloc_tensor(DType t, std::size_t count);
+// Rounds `values` to `t` (round-to-nearest-even; scaled by 1/scale first for FP8) and uploads.
+DeviceTensor upload(const std::vector<double>& values, DType t, double scale = 1.0);
+// Rounds host FP64 values in place to what `t` can hold (so the FP64 reference sees the same
+// inputs as the device).
+void round_to(std::vector<double>& values, DType t, double scale = 1.0);
+std::vector<double> download(const DeviceTensor& t, double scale = 1.0);
+// Fills every byte with a pattern that decodes to NaN (floats) or an absurd value (integers), so
+// that an unwritten output fails the check.
+void poison(DeviceTensor& t);
+// Uniform random values in [lo, hi) (never all zeros); integers are drawn in [lo, hi) too.
+void fill_random(DeviceTensor& t, double lo, double hi, std::uint64_t seed);
+
+// GPU name, compute capability, SMs, driver, CUDA runtime and cuBLASLt versions (once per process).
+const nlohmann::json& device_facts(int device);
+int current_device_index(const std::string& device);  // "cuda" -> 0, "cuda:1" -> 1
+// Throws DeviceUnavailable ("no CUDA GPU: ...") when there is no usable GPU.
+void require_gpu(const std::string& device);
+
+}  // namespace rafter::workloads::cuda

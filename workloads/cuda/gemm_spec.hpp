@@ -1,0 +1,80 @@
+// What a GEMM on the GPU is, without CUDA headers: the row-major problem (C = op(A)·op(B), with
+// batches), its precision and the layout each training pass uses, the shape rules cuBLASLt sets
+// per precision, and the record of the algorithm chosen (JSON in record.details). Unit-tested
+// without a GPU (tests/workloads/test_gemm_spec_cuda.cpp).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rafter::workloads::cuda {
+
+// Row-major, as the model sees it: C[m×n] = A'[m×k] · B'[k×n] where A' = A (stored m×k) or Aᵀ
+// (A stored k×m, trans_a), likewise B' = B (k×n) or Bᵀ (B stored n×k, trans_b).
+struct GemmSpec {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;  // strided batches (attention's unfused path)
+  bool trans_a = false;
+  bool trans_b = false;
+  std::string precision;   // precision.hpp name: "bf16", "fp8_e4m3", "fp8_e4m3_e5m2", "int8", ...
+  bool out_fp32 = false;   // FP8: FP32 output instead of BF16
+  bool fast_accum = false; // FP8: cuBLASLt's fast accumulation (off, as torch._scaled_mm's default)
+  // Batch strides in elements; 0 = packed (m*k, k*n, m*n). A stride of 0 for a shared operand is
+  // expressed by share_b (GQA: one K/V head for a group handled inside one batch entry instead).
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+// The layout that a linear layer's pass uses, for Y[T×N] = X[T×K]·W[N×K]ᵀ with W stored N×K:
+// fwd: C=Y (m=T,n=N,k=K), A=X, B=W transposed; bwd_input: C=dX (m=T,n=K,k=N), A=dY, B=W;
+// bwd_weight: C=dW (m=N,n=K,k=T), A=dY transposed, B=X.
+GemmSpec linear_pass_spec(std::string_view pass, std::int64_t tokens, std::int64_t in_features,
+                          std::int64_t out_features, std::string precision);
+
+// Element type names (cuda_util DType spelling) of the operands and output for a precision.
+struct GemmTypes {
+  std::string a, b, c;     // "bf16", "f16", "f32", "f64", "e4m3", "e5m2", "i8", "i32"
+  std::string compute;     // "32F", "32F_FAST_TF32", "64F", "32I"
+  bool scaled = false;     // per-tensor scales (FP8)
+};
+// Throws InputError for a precision cuBLASLt cannot run here (nvfp4, mxfp4: later issue).
+GemmTypes gemm_types(const GemmSpec& spec);
+
+// cuBLASLt's rules on sm_90 as documented: FP8 needs the TN layout in cuBLAS's column-major terms
+// (here: B transposed, A not) and k, lda, ldb multiples of 16; E5M2×E5M2 does not exist; INT8 needs
+// TN and dimensions multiple of 4. Returns "" when fine, else the one-line reason.
+std::string gemm_shape_problem(const GemmSpec& spec);
+// For FP8/INT8 passes whose natural layout is not TN, the operands are stored pre-transposed
+// (as Transformer Engine does); returns the TN spec computing the same product and says so.
+GemmSpec to_tn_layout(const GemmSpec& spec, std::string* note);
+
+// The algorithm cuBLASLt ran, as recorded in details.algorithm.
+struct GemmAlgoRecord {
+  int algo_id = -1;
+  int tile_id = 0;
+  std::string tile;        // "128x256" (from cublasLtMatmulTile_t)
+  int stages_id = 0;
+  std::string stages;      // "64x4" (from cublasLtMatmulStages_t)
+  int split_k = 1;
+  int reduction_scheme = 0;
+  int swizzle = 0;
+  int custom_option = 0;
+  int cluster_shape_id = 0;
+  std::string cluster;     // "2x1x1"
+  std::size_t workspace_bytes = 0;
+  int candidate_rank = 0;  // 0 = the heuristic's first
+  int candidates = 0;      // how many the heuristic offered
+  double candidate_seconds = 0;  // its time in the search (median of a few launches)
+  std::string choice;      // "best" (timed all) or "heuristic" (kept the first)
+};
+
+nlohmann::json to_json(const GemmAlgoRecord& r);
+// Throws FormatError naming the field when a record is malformed.
+GemmAlgoRecord gemm_algo_from_json(const nlohmann::json& j);
+// "CUBLASLT_MATMUL_TILE_128x256" style enum names → "128x256"; "undefined" for 0/unknown.
+std::string tile_name(int tile_id);
+std::string stages_name(int stages_id);
+std::string cluster_name(int cluster_id);
+
+}  // namespace rafter::workloads::cuda

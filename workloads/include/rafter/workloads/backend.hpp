@@ -1,0 +1,62 @@
+// Backends run operator instances on a device: check against the FP64 reference (outputs poisoned
+// first, random inputs), then time. CPU backends live in workloads/cpu, CUDA ones in workloads/cuda.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rafter/collector/run_record.hpp"
+#include "rafter/collector/timing.hpp"
+#include "rafter/workloads/operator.hpp"
+
+namespace rafter::workloads {
+
+struct ExecContext {
+  std::string device = "cpu";      // "cpu", "cuda:0"
+  RepeatPolicy policy;
+  bool warm_cache = false;         // default: caches flushed between repeats
+  bool check = true;               // run the correctness check before timing
+  std::uint64_t seed = 42;
+  std::string algo = "best";       // GEMM algorithm choice: "best" (time candidates) | "heuristic"
+  int threads = 0;                 // CPU threads; 0 = all cores
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;         // "cpu.native", "cpu.onednn", "cuda.cublaslt", "cuda.native"
+  virtual std::string device_kind() const = 0;  // "cpu" or "cuda"
+  virtual int priority() const { return 0; }    // higher wins when several support an instance
+  virtual bool supports(const OpInstance& inst) const = 0;
+  // Checks (record.check) and times (record.time, record.clocks) one instance; sets backend,
+  // emulated/emulated_via and details (algorithm, flush policy). Leaves FLOPs/bytes to the caller.
+  // Sets record.status to Ok, Invalid (check failed: still timed) or Failed (with note).
+  virtual void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) = 0;
+};
+
+class BackendRegistry {
+ public:
+  static BackendRegistry& instance();
+  bool add(std::unique_ptr<Backend> b);
+  // The highest-priority backend of that device kind supporting the instance; nullptr if none.
+  Backend* find(std::string_view device_kind, const OpInstance& inst) const;
+  std::vector<Backend*> all() const;
+
+ private:
+  std::vector<std::unique_ptr<Backend>> backends_;
+};
+
+// Compares backend outputs with the reference; NaN (unwritten poisoned output) fails.
+CheckResult compare_outputs(const Problem& reference, const std::vector<std::vector<double>>& outputs,
+                            std::string_view precision);
+
+// Fills a record for `inst` on `ctx.device`: catalogue cost (FLOPs, bytes), then the backend's
+// check and timing; status NoBackend (and a note) when no backend of that device runs it.
+OperatorRecord profile_instance(const OpInstance& inst, const ExecContext& ctx,
+                                const std::vector<MemoryLevel>& levels);
+
+}  // namespace rafter::workloads
+
+#define RAFTER_REGISTER_BACKEND(Type)                                                    \
+  static const bool RAFTER_OP_CONCAT(rafter_backend_registered_, __LINE__) [[maybe_unused]] = \
+      ::rafter::workloads::BackendRegistry::instance().add(std::make_unique<Type>())

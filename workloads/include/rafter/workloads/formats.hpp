@@ -1,0 +1,119 @@
+// Number formats on the host: rounding a value onto a format's grid (bf16, fp16, tf32, fp8 E4M3/E5M2,
+// fp4 E2M1), their bit encodings, and the NVFP4 / MXFP4 block quantizers. Shared by the FP64
+// references and the CPU backend so that both agree on what "rounded to NVFP4" means.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace rafter::workloads::fmt {
+
+// A binary floating-point format: mantissa bits, smallest normal exponent, largest finite value.
+struct FloatFormat {
+  int mantissa_bits;
+  int min_normal_exponent;
+  double max_finite;
+  int exponent_bias;
+};
+inline constexpr FloatFormat kBf16{7, -126, 3.3895313892515355e38, 127};
+inline constexpr FloatFormat kFp16{10, -14, 65504.0, 15};
+inline constexpr FloatFormat kTf32{10, -126, 3.4e38, 127};
+inline constexpr FloatFormat kE4M3{3, -6, 448.0, 7};      // OCP FP8 E4M3 (fn: no inf)
+inline constexpr FloatFormat kE5M2{2, -14, 57344.0, 15};  // OCP FP8 E5M2
+inline constexpr FloatFormat kE2M1{1, 0, 6.0, 1};         // OCP FP4 E2M1
+
+// Rounds x to the nearest value of `f` (ties to even), saturating at the largest finite value
+// (the convention of the FP8/FP4 quantizers, which never produce inf).
+inline double round_to(double x, const FloatFormat& f) {
+  if (x == 0 || std::isnan(x)) return x;
+  const double a = std::fabs(x);
+  int e2 = 0;
+  std::frexp(a, &e2);  // a = m * 2^e2, m in [0.5, 1)
+  int e = e2 - 1;
+  if (e < f.min_normal_exponent) e = f.min_normal_exponent;
+  const double quantum = std::ldexp(1.0, e - f.mantissa_bits);
+  double r = std::nearbyint(a / quantum) * quantum;
+  if (r > f.max_finite) r = f.max_finite;
+  return x < 0 ? -r : r;
+}
+
+// Stochastic rounding onto `f`: rounds up with probability equal to the distance from the value
+// below; `u` is uniform in [0, 1).
+inline double round_stochastic(double x, const FloatFormat& f, double u) {
+  if (x == 0) return x;
+  const double a = std::fabs(x);
+  int e2 = 0;
+  std::frexp(a, &e2);
+  int e = e2 - 1;
+  if (e < f.min_normal_exponent) e = f.min_normal_exponent;
+  const double quantum = std::ldexp(1.0, e - f.mantissa_bits);
+  const double lo = std::floor(a / quantum) * quantum;
+  double r = (a - lo) / quantum > u ? lo + quantum : lo;
+  if (r > f.max_finite) r = f.max_finite;
+  return x < 0 ? -r : r;
+}
+
+// Bit encoding of a value already on the grid of a small format (fp8, fp4): sign | exponent | mantissa.
+inline std::uint8_t encode_small(double r, const FloatFormat& f) {
+  const int exp_bits = (f.exponent_bias == 7) ? 4 : (f.exponent_bias == 15 ? 5 : 2);
+  const std::uint8_t sign = r < 0 ? 1 : 0;
+  const double a = std::fabs(r);
+  std::uint32_t exp_field = 0, mant = 0;
+  if (a < std::ldexp(1.0, f.min_normal_exponent)) {
+    mant = static_cast<std::uint32_t>(std::lround(a / std::ldexp(1.0, f.min_normal_exponent - f.mantissa_bits)));
+  } else {
+    int e2 = 0;
+    std::frexp(a, &e2);
+    const int e = e2 - 1;
+    exp_field = static_cast<std::uint32_t>(e + f.exponent_bias);
+    mant = static_cast<std::uint32_t>(std::lround((std::ldexp(a, -e) - 1.0) * (1 << f.mantissa_bits)));
+  }
+  return static_cast<std::uint8_t>((sign << (exp_bits + f.mantissa_bits)) |
+                                   (exp_field << f.mantissa_bits) | mant);
+}
+
+inline double decode_small(std::uint8_t bits, const FloatFormat& f) {
+  const int exp_bits = (f.exponent_bias == 7) ? 4 : (f.exponent_bias == 15 ? 5 : 2);
+  const int mant = bits & ((1 << f.mantissa_bits) - 1);
+  const int exp_field = (bits >> f.mantissa_bits) & ((1 << exp_bits) - 1);
+  const bool neg = (bits >> (exp_bits + f.mantissa_bits)) & 1;
+  double v = exp_field == 0 ? std::ldexp(mant, f.min_normal_exponent - f.mantissa_bits)
+                            : std::ldexp(1.0 + std::ldexp(mant, -f.mantissa_bits), exp_field - f.exponent_bias);
+  return neg ? -v : v;
+}
+
+// bfloat16 as raw 16 bits: round to nearest even from fp32, and back.
+inline std::uint16_t float_to_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+inline float bf16_to_float(std::uint16_t h) {
+  const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// Block quantization parameters. NVFP4: E2M1 values, one E4M3 scale per 16 values, one FP32 scale
+// per tensor. MXFP4: E2M1 values, one E8M0 (power of two) scale per 32 values, no tensor scale.
+inline constexpr int kNvfp4Block = 16;
+inline constexpr int kMxfp4Block = 32;
+
+// NVFP4 tensor scale so that the largest block scale uses E4M3's range: amax / (448 * 6).
+inline double nvfp4_tensor_scale(double amax) { return amax > 0 ? amax / (448.0 * 6.0) : 1.0; }
+// The decoded E4M3 block scale for a block with largest magnitude `block_amax`.
+inline double nvfp4_block_scale(double block_amax, double tensor_scale) {
+  return round_to(block_amax / 6.0 / tensor_scale, kE4M3);
+}
+// MXFP4 E8M0 scale: 2^(floor(log2 amax) - 2), 2 being E2M1's largest exponent (OCP MX spec).
+inline double mxfp4_block_scale(double block_amax) {
+  if (block_amax <= 0) return 1.0;
+  int e2 = 0;
+  std::frexp(block_amax, &e2);
+  return std::ldexp(1.0, (e2 - 1) - 2);
+}
+
+}  // namespace rafter::workloads::fmt

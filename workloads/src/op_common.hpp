@@ -1,0 +1,74 @@
+// Shared pieces of the catalogue: a base class holding an operator's static description, the
+// analytic traffic models (streaming, blocked GEMM, flash attention), and random problem data.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rafter/workloads/operator.hpp"
+#include "rafter/workloads/precision.hpp"
+
+namespace rafter::workloads::detail {
+
+class CatalogueOp : public OperatorDef {
+ public:
+  CatalogueOp(std::string name, std::string summary, std::vector<ParamSpec> params,
+              std::vector<std::string> precisions, std::vector<std::string> phases = {"fwd"})
+      : name_(std::move(name)), summary_(std::move(summary)), params_(std::move(params)),
+        precisions_(std::move(precisions)), phases_(std::move(phases)) {}
+  std::string name() const override { return name_; }
+  std::string summary() const override { return summary_; }
+  std::vector<ParamSpec> params() const override { return params_; }
+  std::vector<std::string> precisions() const override { return precisions_; }
+  std::vector<std::string> phases() const override { return phases_; }
+
+ private:
+  std::string name_, summary_;
+  std::vector<ParamSpec> params_;
+  std::vector<std::string> precisions_, phases_;
+};
+
+// Shape parameter as a double (FLOP and byte formulas are evaluated in double: no overflow).
+double dimension(const OpInstance& inst, std::string_view key);
+// Storage bytes per element of the instance's precision.
+double element_bytes(const OpInstance& inst);
+// Precisions the memory-bound operators declare (storage of activations).
+std::vector<std::string> activation_precisions();
+
+// Name of the outermost level: "HBM" when the device has it, else "DRAM".
+std::string outer_level_name(const std::vector<MemoryLevel>& levels);
+
+// The traffic at each memory level. `model(inner_capacity_bytes)` gives the bytes that cross the
+// boundary between that level and the one closer to the core; inner capacity 0 means the level
+// is the innermost one (its traffic is what the core's loads and stores issue). The usable
+// capacity of a cache for blocking is half its size: the rest holds other data and suffers
+// conflict misses. With no levels known, a single DRAM level is reported.
+std::vector<LevelBytes> level_traffic(const std::vector<MemoryLevel>& levels,
+                                      const std::function<double(double inner_capacity_bytes)>& model);
+
+// Streaming operators: every level beyond the innermost moves the compulsory bytes; the innermost
+// also sees `extra_inner_bytes` (re-reads of a row that is still in L1).
+std::vector<LevelBytes> streaming_traffic(const std::vector<MemoryLevel>& levels, double compulsory_bytes,
+                                          double extra_inner_bytes = 0);
+
+// Blocked GEMM C[m,n] (+)= A[m,k] B[k,n], `batch` times; see docs/operators.md for the model.
+struct GemmTrafficInput {
+  double m = 0, n = 0, k = 0, batch = 1;
+  double a_bytes = 2, b_bytes = 2, c_bytes = 2;  // per element
+  bool c_read = false;                             // accumulate into C
+};
+double gemm_compulsory_bytes(const GemmTrafficInput& g);
+double gemm_traffic_bytes(const GemmTrafficInput& g, double inner_capacity_bytes);
+std::vector<LevelBytes> gemm_traffic(const std::vector<MemoryLevel>& levels, const GemmTrafficInput& g);
+
+// Random problem data: uniform in [lo, hi), never all zeros.
+HostTensor random_tensor(std::string name, std::vector<std::int64_t> dims, std::mt19937_64& rng,
+                         double lo = -1.0, double hi = 1.0);
+HostTensor empty_tensor(std::string name, std::vector<std::int64_t> dims);
+std::size_t element_count(const std::vector<std::int64_t>& dims);
+// Reduces a dimension for the FP64 check: min(value, cap), at least `floor_value`.
+std::int64_t check_dim(std::int64_t value, std::int64_t cap);
+
+}  // namespace rafter::workloads::detail
