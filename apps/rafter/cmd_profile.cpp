@@ -1,12 +1,207 @@
-// rafter profile — placeholder until its issue lands.
+// rafter profile — the operators of a model step or a single operator: --plan lists them with
+// their FLOPs and bytes without running anything; --device runs them (check, then timing) and
+// writes run.json. --list shows the catalogue, backends, models and recipes.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+
 #include "commands.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/json_io.hpp"
+#include "rafter/collector/machine_profile.hpp"
+#include "rafter/workloads/profile_report.hpp"
+#include "rafter/workloads/suite.hpp"
 
 namespace rafter::cli {
+namespace {
+
+using namespace rafter::workloads;
+
+struct ProfileArgs {
+  bool list = false, plan = false, json = false, csv = false, quick = false, warm_cache = false, no_check = false;
+  std::string model, model_file, phase, precision = "bf16", dtype, op, shape, device = "cpu", output, machine, filter;
+  std::int64_t batch = 1, seq = 2048, kv_len = 0, tp = 1, dp = 1, m = 0, n = 0, k = 0;
+  int zero = 0, threads = 0;
+  std::uint64_t seed = 42;
+};
+
+std::string list_text() {
+  std::string out = "operators:\n";
+  for (const auto* op : OperatorRegistry::instance().all()) {
+    std::string params;
+    for (const auto& p : op->params()) params += fmt::format(" {}={}", p.name, p.default_value);
+    out += fmt::format("  {:<20} {}\n  {:<20} phases: {}; precisions: {}\n  {:<20} shape:{}\n", op->name(), op->summary(), "",
+                       fmt::join(op->phases(), ","), fmt::join(op->precisions(), ","), "", params);
+  }
+  out += "backends:\n";
+  for (const auto* b : BackendRegistry::instance().all())
+    out += fmt::format("  {:<20} device: {}, priority {}\n", b->name(), b->device_kind(), b->priority());
+  out += fmt::format("models: {}\nprecision recipes: {}\n", fmt::join(available_models(), ", "),
+                     fmt::join(available_recipes(), ", "));
+  return out;
+}
+
+Shape parse_shape(const ProfileArgs& a) {
+  Shape s;
+  if (a.m) s["m"] = a.m;
+  if (a.n) s["n"] = a.n;
+  if (a.k) s["k"] = a.k;
+  std::size_t pos = 0;
+  while (pos < a.shape.size()) {
+    const auto end = std::min(a.shape.find(',', pos), a.shape.size());
+    const std::string item = a.shape.substr(pos, end - pos);
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError(fmt::format("--shape: expected key=value, got '{}'", item));
+    try {
+      std::size_t used = 0;
+      s[item.substr(0, eq)] = std::stoll(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--shape: '{}' is not an integer", item.substr(eq + 1)));
+    }
+    pos = end + 1;
+  }
+  return s;
+}
+
+std::vector<MemoryLevel> plan_levels(const ProfileArgs& a) {
+  if (a.machine.empty()) return device_memory_levels(a.device);
+  const auto profile = machine_profile_from_json(read_json_file(a.machine), a.machine);
+  const Device* d = profile.find_device(a.device);
+  if (!d && !profile.devices.empty()) d = &profile.devices.front();
+  if (!d) throw InputError(fmt::format("{}: no device in the machine profile", a.machine));
+  return d->memory_levels;
+}
+
+SuiteConfig suite_config(const ProfileArgs& a) {
+  SuiteConfig c;
+  c.model = a.model;
+  c.model_file = a.model_file;
+  c.phase = a.phase.empty() ? "train" : a.phase;
+  c.batch = a.batch;
+  c.seq = a.seq;
+  c.kv_len = a.kv_len;
+  c.precision = a.precision;
+  c.tp = a.tp;
+  c.zero = a.zero;
+  c.dp = a.dp;
+  return c;
+}
+
+std::vector<OpInstance> selected_instances(const ProfileArgs& a, nlohmann::json& suite) {
+  std::vector<OpInstance> instances;
+  if (!a.op.empty()) {
+    const auto& def = OperatorRegistry::instance().get(a.op);
+    OpInstance inst{a.op, "", a.phase, parse_shape(a), a.dtype.empty() ? std::string() : a.dtype, 1};
+    instances.push_back(normalize_instance(def, inst));
+    suite = {{"op", a.op}};
+  } else {
+    const SuiteConfig c = suite_config(a);
+    const ModelConfig m = c.model_file.empty() ? load_model(c.model) : load_model_file(c.model_file);
+    instances = expand_suite(c, m, load_recipe(c.precision));
+    suite = suite_json(c, m);
+  }
+  if (!a.filter.empty()) {
+    std::regex re;
+    try {
+      re = std::regex(a.filter);
+    } catch (const std::regex_error&) {
+      throw InputError(fmt::format("--filter: invalid regular expression '{}'", a.filter));
+    }
+    std::erase_if(instances, [&](const OpInstance& i) {
+      return !std::regex_search(i.op, re) && !std::regex_search(i.label, re);
+    });
+  }
+  return instances;
+}
+
+void emit(const ProfileArgs& a, const Run& run, bool planned) {
+  if (a.json) fmt::print("{}\n", to_json(run).dump(2));
+  else if (a.csv) fmt::print("{}", planned ? plan_csv(run) : run_csv(run));
+  else fmt::print("{}", planned ? plan_table(run) : run_table(run));
+  if (!a.output.empty()) write_file_atomic(a.output, to_json(run).dump(2) + "\n");
+}
+
+void run_profile(const ProfileArgs& a) {
+  if (a.list) {
+    fmt::print("{}", list_text());
+    return;
+  }
+  if (a.op.empty() && a.model.empty() && a.model_file.empty())
+    throw InputError("say what to profile: --model NAME, --model-file PATH or --op NAME (see --list)");
+  if (!a.op.empty() && (!a.model.empty() || !a.model_file.empty())) throw InputError("--op and --model are exclusive");
+  ProfileArgs out = a;  // runs always write run.json (default ./run.json); plans only with -o
+  if (!a.plan && out.output.empty()) out.output = "run.json";
+  if (!out.output.empty()) check_writable(out.output);
+  nlohmann::json suite;
+  const auto instances = selected_instances(a, suite);
+  if (a.plan) {
+    const auto levels = plan_levels(a);
+    Run run;
+    run.device.id = a.device;
+    run.device.memory_levels = levels;
+    run.suite = suite;
+    run.conditions = {{"mode", "plan"}};
+    for (const auto& i : instances) run.records.push_back(planned_record(i, levels));
+    emit(out, run, true);
+    return;
+  }
+  ExecContext ctx;
+  ctx.device = a.device;
+  ctx.policy = a.quick ? RepeatPolicy::quick() : RepeatPolicy{};
+  ctx.warm_cache = a.warm_cache;
+  ctx.check = !a.no_check;
+  ctx.seed = a.seed;
+  ctx.threads = a.threads;
+  Run run = run_instances(instances, ctx, suite);
+  run.conditions["quick"] = a.quick;
+  emit(out, run, false);
+  const auto totals = step_totals(run);
+  if (totals.invalid || totals.failed) {
+    std::fflush(stdout);
+    fmt::print(stderr, "rafter: error: {} operator(s) failed their correctness check or did not run (see {})\n",
+               totals.invalid + totals.failed, out.output);
+    std::exit(1);  // the CLI's verdict: results are written, but the run is not trustworthy
+  }
+}
+
+}  // namespace
 
 void add_profile_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("profile", "(not built yet)");
-  sub->callback([] { throw InputError("'profile' is not implemented yet"); });
+  auto a = std::make_shared<ProfileArgs>();
+  auto* sub = app.add_subcommand("profile", "Profile LLM operators: a model step (--model) or one operator (--op)");
+  sub->add_flag("--list", a->list, "List operators, backends, models and precision recipes");
+  sub->add_flag("--plan", a->plan, "List the operators with FLOPs and bytes without running anything");
+  sub->add_option("--model", a->model, "Model: llama2-7b, llama2-13b, llama2-70b, gla-1.3b, or a file's name");
+  sub->add_option("--model-file", a->model_file, "Model JSON file (see workloads/models/)");
+  sub->add_option("--phase", a->phase, "Model: prefill|decode|train (default train); --op: fwd|bwd|bwd_input|bwd_weight|step");
+  sub->add_option("--batch", a->batch, "Sequences per step")->capture_default_str();
+  sub->add_option("--seq", a->seq, "Tokens per sequence")->capture_default_str();
+  sub->add_option("--kv-len", a->kv_len, "Decode: cached tokens (default: --seq)");
+  sub->add_option("--precision", a->precision, "Precision recipe: bf16|fp8|nvfp4 or a recipe file")->capture_default_str();
+  sub->add_option("--tp", a->tp, "Tensor-parallel ranks (Megatron sharding)")->capture_default_str();
+  sub->add_option("--zero", a->zero, "ZeRO stage 0-3 (train)")->capture_default_str();
+  sub->add_option("--dp", a->dp, "Data-parallel ranks")->capture_default_str();
+  sub->add_option("--op", a->op, "A single operator (see --list)");
+  sub->add_option("--dtype", a->dtype, "The single operator's precision (default: its first)");
+  sub->add_option("--m", a->m, "GEMM rows");
+  sub->add_option("--n", a->n, "GEMM columns");
+  sub->add_option("--k", a->k, "GEMM reduction length");
+  sub->add_option("--shape", a->shape, "Shape parameters key=value,... (e.g. tokens=4096,hidden=4096)");
+  sub->add_option("--device", a->device, "cpu or cuda:N")->capture_default_str();
+  sub->add_option("--machine", a->machine, "machine.json whose memory levels the plan's traffic model uses");
+  sub->add_option("--filter", a->filter, "Regex over operator names and labels: keep only matches");
+  sub->add_flag("--json", a->json, "Print JSON (run.json schema) instead of a table");
+  sub->add_flag("--csv", a->csv, "Print CSV instead of a table");
+  sub->add_option("-o,--output", a->output, "Write run.json here (runs: default ./run.json)");
+  sub->add_flag("--quick", a->quick, "Fewer repeats (fast run)");
+  sub->add_flag("--warm-cache", a->warm_cache, "Keep caches warm between repeats (default: flushed)");
+  sub->add_flag("--no-check", a->no_check, "Skip the correctness check (results are not trustworthy)");
+  sub->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  sub->add_option("--seed", a->seed, "Random seed of the problem data")->capture_default_str();
+  sub->callback([a] { run_profile(*a); });
 }
 
 }  // namespace rafter::cli

@@ -86,12 +86,19 @@ const CpuFeatures& cpu_features() {
 
 std::vector<std::string> isa_extension_names(const CpuFeatures& f) {
   std::vector<std::string> names;
-  const std::pair<bool, const char*> all[] = {
-      {f.sse42, "sse4_2"},         {f.avx, "avx"},           {f.avx2, "avx2"},
-      {f.fma, "fma"},              {f.f16c, "f16c"},         {f.avx_vnni, "avx_vnni"},
-      {f.avx512f, "avx512f"},      {f.avx512dq, "avx512dq"}, {f.avx512bw, "avx512bw"},
-      {f.avx512vl, "avx512vl"},    {f.avx512_vnni, "avx512_vnni"},
-      {f.avx512_bf16, "avx512_bf16"}, {f.avx512_fp16, "avx512_fp16"}};
+  const std::pair<bool, const char*> all[] = {{f.sse42, "sse4_2"},
+                                              {f.avx, "avx"},
+                                              {f.avx2, "avx2"},
+                                              {f.fma, "fma"},
+                                              {f.f16c, "f16c"},
+                                              {f.avx_vnni, "avx_vnni"},
+                                              {f.avx512f, "avx512f"},
+                                              {f.avx512dq, "avx512dq"},
+                                              {f.avx512bw, "avx512bw"},
+                                              {f.avx512vl, "avx512vl"},
+                                              {f.avx512_vnni, "avx512_vnni"},
+                                              {f.avx512_bf16, "avx512_bf16"},
+                                              {f.avx512_fp16, "avx512_fp16"}};
   for (const auto& [present, name] : all)
     if (present) names.emplace_back(name);
   return names;

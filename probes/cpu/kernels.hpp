@@ -1,4 +1,4 @@
-// The CPU micro-kernels, one table per ISA (kernels_<isa>.cpp / compute_<isa>.cpp, compiled with
+// The CPU micro-kernels, one table per ISA (stream_<isa>.cpp / compute_<isa>.cpp, compiled with
 // that ISA's flags and called only when CPUID says the CPU has it). Like likwid-bench, every kernel
 // declares what one element (stream kernels) or one iteration (compute kernels) moves and computes,
 // so that the bandwidth and FLOP/s arithmetic lives here and nowhere else.
@@ -32,8 +32,8 @@ struct StreamKernels {
 // Per element of each array: the bytes the kernel streams (write-allocate traffic of plain stores
 // is not counted, as in likwid-bench and STREAM) and the FLOPs it computes.
 struct StreamOperation {
-  const char* name;      // "load", "store", "nt_store", "copy", "triad"
-  int arrays;            // how many arrays of n doubles the working set holds
+  const char* name;  // "load", "store", "nt_store", "copy", "triad"
+  int arrays;        // how many arrays of n doubles the working set holds
   double bytes_per_element;
   double flops_per_element;
 };
@@ -45,10 +45,6 @@ inline constexpr StreamOperation kStreamOperations[] = {
     {"triad", 3, 24, 2},    // 2 loads + 1 store, 1 FMA (2 FLOPs)
 };
 
-const StreamKernels& stream_kernels_avx512();
-const StreamKernels& stream_kernels_avx2();
-const StreamKernels& stream_kernels_sse();
-const StreamKernels& stream_kernels_scalar();
 const StreamKernels& stream_kernels(const std::string& isa);  // InputError for an unknown ISA
 
 // A compute kernel: `accumulators` independent chains of one vector instruction each per iteration
@@ -57,24 +53,19 @@ const StreamKernels& stream_kernels(const std::string& isa);  // InputError for 
 // so the result is checkable exactly at any iteration count ≥ 64 and never denormal or infinite.
 // dpbf16 adds 1*1 + 1*1 = 2 per lane and iteration, vnni 4 * (1*1) = 4 (exact below 2^24 / 2^31).
 struct ComputeKernel {
-  std::string precision;  // "fp64", "fp32", "bf16", "fp16", "int8"
-  std::string operation;  // "fma", "mul_add" (no FMA at that width), "dot" (bf16/int8 dot products)
-  std::string isa;        // "avx512", "avx2", "sse", "scalar"
+  std::string precision;    // "fp64", "fp32", "bf16", "fp16", "int8"
+  std::string operation;    // "fma", "mul_add" (no FMA at that width), "dot" (bf16/int8 dot products)
+  std::string isa;          // "avx512", "avx2", "sse", "scalar"
   std::string instruction;  // "vfmadd231pd zmm", ...
   int vector_bits = 0;
   int accumulators = 0;
-  double flops_per_iteration = 0;  // accumulators x lanes x FLOPs per lane per instruction
+  double flops_per_iteration = 0;                    // accumulators x lanes x FLOPs per lane per instruction
   double (*run)(std::int64_t iterations) = nullptr;  // returns the sum of all lanes
   // The exact result of run(iterations) for iterations >= 64 (and below the exactness bounds).
   double (*expected)(std::int64_t iterations) = nullptr;
   bool (*present)(const CpuFeatures& f) = nullptr;
 };
 
-std::vector<ComputeKernel> compute_kernels_avx512();
-std::vector<ComputeKernel> compute_kernels_avx512fp16();
-std::vector<ComputeKernel> compute_kernels_avx2();
-std::vector<ComputeKernel> compute_kernels_sse();
-std::vector<ComputeKernel> compute_kernels_scalar();
 const std::vector<ComputeKernel>& compute_kernels();  // all of the above, widest first
 
 }  // namespace rafter::probes::cpu

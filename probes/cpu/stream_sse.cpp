@@ -1,9 +1,11 @@
 // SSE stream kernels: 8 xmm per loop iteration (16 doubles, 128 B), aligned loads and stores.
 // The load kernel XORs into 8 independent integer accumulators: integer logic runs on more ports
 // than FP adds, so the loads, not the reduction, are what limits it.
+// Keep GCC from turning the copy and store loops into memcpy/memset calls: we time these loops.
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
 #include <immintrin.h>
 
-#include "kernels.hpp"
+#include "kernel_entry_points.hpp"
 
 namespace rafter::probes::cpu {
 namespace {
@@ -24,7 +26,7 @@ std::uint64_t load(const double* a, std::size_t n, int passes) {
     }
   }
   x0 = _mm_xor_si128(_mm_xor_si128(_mm_xor_si128(x0, x1), _mm_xor_si128(x2, x3)),
-                        _mm_xor_si128(_mm_xor_si128(x4, x5), _mm_xor_si128(x6, x7)));
+                     _mm_xor_si128(_mm_xor_si128(x4, x5), _mm_xor_si128(x6, x7)));
   alignas(16) std::uint64_t lanes[2];
   _mm_store_si128(reinterpret_cast<__m128i*>(lanes), x0);
   std::uint64_t r = 0;
@@ -59,14 +61,20 @@ void triad(double* a, const double* b, const double* c, double s, std::size_t n,
     for (std::size_t i = 0; i < n; i += 16)
       for (int k = 0; k < 8; ++k)
         _mm_store_pd(a + i + 2 * k,
-                        _mm512_fmadd_pd(vs, _mm_load_pd(c + i + 2 * k), _mm_load_pd(b + i + 2 * k)));
+                     _mm_add_pd(_mm_mul_pd(vs, _mm_load_pd(c + i + 2 * k)), _mm_load_pd(b + i + 2 * k)));
 }
 
 }  // namespace
 
-const StreamKernels& stream_kernels_sse() {
-  static const StreamKernels k{"sse", load, store, nt_store, copy, triad};
-  return k;
+// Exported one by one (see kernels.cpp: the table is built in baseline code).
+namespace sse {
+std::uint64_t stream_load(const double* a, std::size_t n, int passes) { return load(a, n, passes); }
+void stream_store(double* a, std::size_t n, double v, int passes) { store(a, n, v, passes); }
+void stream_nt_store(double* a, std::size_t n, double v, int passes) { nt_store(a, n, v, passes); }
+void stream_copy(double* d, const double* s, std::size_t n, int passes) { copy(d, s, n, passes); }
+void stream_triad(double* a, const double* b, const double* c, double s, std::size_t n, int passes) {
+  triad(a, b, c, s, n, passes);
 }
+}  // namespace sse
 
 }  // namespace rafter::probes::cpu

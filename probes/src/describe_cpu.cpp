@@ -1,7 +1,9 @@
 // describe_cpu(): the CPU device as hwloc (cores, threads, cache levels, memory) and CPUID (name,
 // ISA extensions) describe it, before anything is measured.
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "../cpu/cpu_features.hpp"
@@ -35,11 +37,15 @@ Device describe_cpu() {
   d.threads = t.count(HWLOC_OBJ_PU);
   d.isa = cpu::isa_extension_names(f);
   for (const CacheLevelInfo& c : data_cache_levels(t)) {
-    d.memory_levels.push_back(MemoryLevel{fmt::format("L{}", c.depth), c.size_bytes, c.line_bytes,
-                                          c.shared_by_cores, c.instances});
+    d.memory_levels.push_back(
+        MemoryLevel{fmt::format("L{}", c.depth), c.size_bytes, c.line_bytes, c.shared_by_cores, c.instances});
   }
   const int numa = t.count(HWLOC_OBJ_NUMANODE);
-  MemoryLevel dram{"DRAM", t.total_memory_bytes(), 64, d.cores, numa > 0 ? numa : 1};
+  // Some virtual machines hot-plug memory that hwloc's NUMA view misses; the kernel's page count
+  // is the memory a working set can actually use.
+  const double os_bytes =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  MemoryLevel dram{"DRAM", std::max(t.total_memory_bytes(), os_bytes), 64, d.cores, numa > 0 ? numa : 1};
   if (numa > 0) dram.size_bytes /= numa;
   d.memory_levels.push_back(dram);
   d.properties = {{"vendor", f.vendor},

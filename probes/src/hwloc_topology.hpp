@@ -34,8 +34,8 @@ bool pin_current_thread_to_core(int core_index);
 
 // Data caches per level, innermost first: hwloc's L1d/L2/L3(/L4) objects.
 struct CacheLevelInfo {
-  int depth = 1;               // 1 for L1, ...
-  double size_bytes = 0;       // per instance
+  int depth = 1;          // 1 for L1, ...
+  double size_bytes = 0;  // per instance
   double line_bytes = 0;
   int instances = 0;
   int shared_by_cores = 1;

@@ -53,8 +53,8 @@ MachineProfile empty_profile(const ProbeOptions& options) {
 std::vector<ProbeInfo> probes_or_throw(std::string_view kind, const ProbeOptions& options) {
   auto probes = select_probes(kind, options.filter);
   if (probes.empty())
-    throw InputError(fmt::format("no {} probe matches --filter '{}' (see rafter probe --list)", kind,
-                                 options.filter));
+    throw InputError(
+        fmt::format("no {} probe matches --filter '{}' (see rafter probe --list)", kind, options.filter));
   return probes;
 }
 

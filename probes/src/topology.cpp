@@ -109,7 +109,8 @@ std::string format_topology(const json& s) {
   std::string out = fmt::format("{}\npackages {}  cores {}  hardware threads {}  memory {}\n\n",
                                 s.value("cpu_model", ""), s["packages"].get<int>(), s["cores"].get<int>(),
                                 s["pus"].get<int>(), bytes(s["memory_bytes"].get<double>()));
-  out += fmt::format("{:<6}{:>12}{:>8}{:>11}{:>9}  {}\n", "cache", "size", "line", "instances", "shared", "cores per instance");
+  out += fmt::format("{:<6}{:>12}{:>8}{:>11}{:>9}  {}\n", "cache", "size", "line", "instances", "shared",
+                     "cores per instance");
   for (const auto& c : s["caches"]) {
     std::string groups;
     for (const auto& g : c["cores_per_instance"]) groups += fmt::format("{} ", g.dump());

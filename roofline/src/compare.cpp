@@ -2,6 +2,7 @@
 #include "rafter/roofline/compare.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 
 namespace rafter::roofline {
@@ -15,7 +16,7 @@ RunComparison compare_runs(std::vector<RunPlacement> placements) {
     for (const auto& p : cmp.columns[c].records) {
       std::string key = p.match_key();
       int n = seen[key]++;
-      if (n > 0) key += "#" + std::to_string(n + 1);
+      if (n > 0) key += fmt::format("#{}", n + 1);
       auto it = row_of.find(key);
       if (it == row_of.end()) {
         it = row_of.emplace(key, cmp.rows.size()).first;

@@ -29,6 +29,8 @@ std::string format_bytes_per_second(double v) { return format_si(v, "B/s"); }
 std::string format_percent(double fraction) {
   if (!std::isfinite(fraction)) return "-";
   double pct = 100.0 * fraction;
+  if (pct > 0 && pct < 0.01) return "<0.01%";  // small but not nothing
+  if (pct > 0 && pct < 0.095) return fmt::format("{:.2f}%", pct);
   return fmt::format("{:.{}f}%", pct, pct < 9.95 ? 1 : 0);
 }
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "rafter/roofline/format.hpp"
+
 namespace rafter::roofline {
 
 std::string_view to_string(ResourceKind k) {
@@ -135,12 +137,19 @@ Placement place_record(const OperatorRecord& r, const DeviceRoofs& roofs) {
                                           r.emulated_via, p.judged_as));
   if (r.status == RecordStatus::Invalid) p.remarks.push_back("correctness check failed: time shown, result wrong");
   collect_flops(r, p);
+  p.main_class = p.judged_as;
+  double most = 0;
+  for (const auto& [cls, flops] : p.flops_by_class)
+    if (flops > most) most = flops, p.main_class = cls;
   add_compute_bounds(p, roofs);
   add_traffic_bounds(r, p, roofs);
   for (const auto& b : p.bounds)
     if (b.has_ceiling() && (!p.binding || b.seconds > p.binding->seconds)) p.binding = b;
   if (p.binding) p.bound_seconds = p.binding->seconds;
   if (has_measured_time(r)) judge_time(r, p);
+  if (p.timed && roofs.launch_latency_seconds && p.seconds_per_call < 2 * *roofs.launch_latency_seconds)
+    p.remarks.push_back(fmt::format("{} per call is within 2x of the launch latency ({}): launch-bound",
+                                    format_seconds(p.seconds_per_call), format_seconds(*roofs.launch_latency_seconds)));
   return p;
 }
 

@@ -67,7 +67,7 @@ std::vector<std::string> table_row(const Placement& p, const std::vector<std::st
     row.push_back(format_percent(p.efficiency));
     row.push_back(format_seconds(p.gap_seconds));
   } else {
-    row.push_back(p.binding ? "floor " + format_seconds(p.bound_seconds) : "-");
+    row.push_back(p.binding ? fmt::format("floor {}", format_seconds(p.bound_seconds)) : "-");
     row.push_back("-");
   }
   return row;
@@ -81,7 +81,9 @@ std::string header_text(const RunPlacement& rp) {
                      model, rp.roofs.device_id, rp.roofs.device_name, rp.roofs.host);
 }
 
-std::string footer_text(const RunPlacement& rp) {
+}  // namespace
+
+std::string format_report_footer(const RunPlacement& rp) {
   std::string out;
   if (rp.timed_records > 0) {
     out += fmt::format("step: {} measured, {} explained by roofs ({}), {} unexplained gap\n",
@@ -101,24 +103,26 @@ std::string footer_text(const RunPlacement& rp) {
   return out;
 }
 
-}  // namespace
-
-std::string format_report_table(const RunPlacement& rp) {
+std::vector<std::vector<std::string>> report_rows(const RunPlacement& rp) {
   auto levels = rp.memory_levels();
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head = {"operator", "phase", "precision", "count", "time", "% step", "FLOP/s"};
-  for (const auto& l : levels) head.push_back("AI " + l);
+  for (const auto& l : levels) head.push_back(fmt::format("AI {}", l));
   head.insert(head.end(), {"bound", "efficiency", "gap"});
   rows.push_back(head);
   for (const auto& p : rp.records) rows.push_back(table_row(p, levels));
-  return header_text(rp) + format_text_table(rows) + footer_text(rp);
+  return rows;
+}
+
+std::string format_report_table(const RunPlacement& rp) {
+  return header_text(rp) + format_text_table(report_rows(rp)) + format_report_footer(rp);
 }
 
 std::string format_report_csv(const RunPlacement& rp) {
   auto levels = rp.memory_levels();
   std::string out = "operator,op,phase,precision,judged_as,emulated,status,count,seconds_per_call,step_seconds,"
                     "share_of_step,flops_per_call,flops_per_second";
-  for (const auto& l : levels) out += ",ai_" + csv_field(l) + "_flops_per_byte";
+  for (const auto& l : levels) out += fmt::format(",ai_{}_flops_per_byte", csv_field(l));
   out += ",bound,bound_seconds,efficiency,gap_seconds\n";
   for (const auto& p : rp.records) {
     out += fmt::format("{},{},{},{},{},{},{},{:g},{:g},{:g},{:g},{:g},{:g}", csv_field(p.display_name()),

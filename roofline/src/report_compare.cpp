@@ -126,7 +126,7 @@ std::string format_machine_comparison_table(const MachineComparison& cmp) {
 
 std::string format_machine_comparison_csv(const MachineComparison& cmp) {
   std::string out = "kind,resource,unit";
-  for (const auto& n : cmp.names) out += "," + csv_field(n);
+  for (const auto& n : cmp.names) out += fmt::format(",{}", csv_field(n));
   out += "\n";
   for (const auto& r : cmp.rows) {
     out += fmt::format("{},{},{}", r.kind, csv_field(r.resource), r.unit);

@@ -10,9 +10,9 @@ namespace rafter::roofline {
 
 std::string compute_class_of(std::string_view precision) {
   std::string p(precision);
-  if (p.rfind("fp8", 0) == 0) return "fp8";
-  if (p == "nvfp4" || p == "mxfp4" || p.rfind("fp4", 0) == 0) return "fp4";
-  if (p.rfind("int8", 0) == 0) return "int8";
+  if (p.starts_with("fp8")) return "fp8";
+  if (p == "nvfp4" || p == "mxfp4" || p.starts_with("fp4")) return "fp4";
+  if (p.starts_with("int8")) return "int8";
   return p;
 }
 

@@ -2,6 +2,7 @@
 #include "cublaslt_gemm.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 namespace rafter::workloads::cuda {
@@ -70,6 +71,14 @@ DType dtype_from_name(const std::string& n) {
   throw InputError("unknown element type '" + n + "'");
 }
 
+bool time_all_candidates(const std::string& ctx_algo) {
+  if (ctx_algo == "heuristic") return false;
+  if (ctx_algo != "best" && !ctx_algo.empty())
+    throw InputError("unknown GEMM algorithm choice '" + ctx_algo + "' (best or heuristic)");
+  const char* env = std::getenv("RAFTER_CUBLASLT_ALGO");
+  return !(env && std::string(env) == "heuristic");
+}
+
 cublasLtHandle_t lt_handle() {
   static std::once_flag once;
   static cublasLtHandle_t handle = nullptr;
@@ -86,11 +95,15 @@ LtGemm::LtGemm(const GemmSpec& spec) : spec_(spec), types_(gemm_types(spec)) {
   // Row-major C = A'·B' is column-major Cᵀ = B'ᵀ·A'ᵀ: cuBLAS's A is our B, its B is our A.
   cublasOperation_t op_a = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  a_layout_ = s.trans_b ? make_layout(dtype_from_name(types_.b), s.k, s.n, s.k, s.batch, sb)
-                        : make_layout(dtype_from_name(types_.b), s.n, s.k, s.n, s.batch, sb);
-  b_layout_ = s.trans_a ? make_layout(dtype_from_name(types_.a), s.m, s.k, s.m, s.batch, sa)
-                        : make_layout(dtype_from_name(types_.a), s.k, s.m, s.k, s.batch, sa);
-  c_layout_ = make_layout(dtype_from_name(types_.c), s.n, s.m, s.n, s.batch, sc);
+  // A stored row-major matrix with row stride ld is the column-major transpose with leading dim ld.
+  std::int64_t ldb = s.ldb ? s.ldb : (s.trans_b ? s.k : s.n);
+  std::int64_t lda = s.lda ? s.lda : (s.trans_a ? s.m : s.k);
+  std::int64_t ldc = s.ldc ? s.ldc : s.n;
+  a_layout_ = s.trans_b ? make_layout(dtype_from_name(types_.b), s.k, s.n, ldb, s.batch, sb)
+                        : make_layout(dtype_from_name(types_.b), s.n, s.k, ldb, s.batch, sb);
+  b_layout_ = s.trans_a ? make_layout(dtype_from_name(types_.a), s.m, s.k, lda, s.batch, sa)
+                        : make_layout(dtype_from_name(types_.a), s.k, s.m, lda, s.batch, sa);
+  c_layout_ = make_layout(dtype_from_name(types_.c), s.n, s.m, ldc, s.batch, sc);
   cudaDataType_t scale_type = types_.compute == "64F" ? CUDA_R_64F
                               : types_.compute == "32I" ? CUDA_R_32I : CUDA_R_32F;
   LT_CHECK(cublasLtMatmulDescCreate(&desc_, compute_type(types_.compute), scale_type));
@@ -132,10 +145,12 @@ const void* LtGemm::beta() const {
   return &beta_f32_;
 }
 
-void LtGemm::launch(cudaStream_t stream) const {
+void LtGemm::launch(cudaStream_t stream) const { launch_with(stream, a_, b_, c_); }
+
+void LtGemm::launch_with(cudaStream_t stream, const void* a, const void* b, void* c) const {
   if (!have_algo_) throw InputError("LtGemm::launch before choose()");
-  LT_CHECK(cublasLtMatmul(lt_handle(), desc_, alpha(), b_, a_layout_, a_, b_layout_, beta(), c_, c_layout_,
-                          c_, c_layout_, &algo_, workspace_.get(), algo_workspace_, stream));
+  LT_CHECK(cublasLtMatmul(lt_handle(), desc_, alpha(), b, a_layout_, a, b_layout_, beta(), c, c_layout_, c,
+                          c_layout_, &algo_, workspace_.get(), algo_workspace_, stream));
 }
 
 GemmAlgoRecord LtGemm::describe(const cublasLtMatmulHeuristicResult_t& r) const {

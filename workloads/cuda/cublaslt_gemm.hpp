@@ -38,6 +38,8 @@ class LtGemm {
   // the fastest, else keeps the first. Throws InputError when cuBLASLt offers none.
   GemmAlgoRecord choose(bool time_all, int max_candidates = kGemmCandidates);
   void launch(cudaStream_t stream) const;
+  // The same GEMM on other operands of the same layout (attention's per-group calls).
+  void launch_with(cudaStream_t stream, const void* a, const void* b, void* c) const;
 
  private:
   GemmSpec spec_;
@@ -61,5 +63,9 @@ class LtGemm {
 };
 
 cublasLtHandle_t lt_handle();
+
+// Whether to time the heuristic's candidates: ExecContext.algo ("best" | "heuristic"); while the
+// CLI has no --algo, the environment variable RAFTER_CUBLASLT_ALGO=heuristic asks for the first.
+bool time_all_candidates(const std::string& ctx_algo);
 
 }  // namespace rafter::workloads::cuda

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "cuda_util.hpp"
@@ -113,6 +114,8 @@ void launch_fill(void* p, std::size_t n, double lo, double hi, std::uint64_t see
 }
 
 }  // namespace
+
+double decode_element(const void* bytes, DType t) { return decode(static_cast<const unsigned char*>(bytes), t); }
 
 void round_to(std::vector<double>& values, DType t, double scale) {
   unsigned char buf[8];

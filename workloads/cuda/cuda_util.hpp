@@ -51,6 +51,8 @@ struct DeviceTensor {
   DType dtype = DType::BF16;
   std::size_t count = 0;
   void* data() const { return buffer.get(); }
+  template <class T> T* as() const { return static_cast<T*>(buffer.get()); }
+  __nv_bfloat16* as_bf16() const { return as<__nv_bfloat16>(); }
 };
 
 DeviceTensor alloc_tensor(DType t, std::size_t count);
@@ -60,6 +62,8 @@ DeviceTensor upload(const std::vector<double>& values, DType t, double scale = 1
 // inputs as the device).
 void round_to(std::vector<double>& values, DType t, double scale = 1.0);
 std::vector<double> download(const DeviceTensor& t, double scale = 1.0);
+// One element's value from its stored bytes.
+double decode_element(const void* bytes, DType t);
 // Fills every byte with a pattern that decodes to NaN (floats) or an absurd value (integers), so
 // that an unwritten output fails the check.
 void poison(DeviceTensor& t);

@@ -21,9 +21,10 @@ struct GemmSpec {
   std::string precision;   // precision.hpp name: "bf16", "fp8_e4m3", "fp8_e4m3_e5m2", "int8", ...
   bool out_fp32 = false;   // FP8: FP32 output instead of BF16
   bool fast_accum = false; // FP8: cuBLASLt's fast accumulation (off, as torch._scaled_mm's default)
-  // Batch strides in elements; 0 = packed (m*k, k*n, m*n). A stride of 0 for a shared operand is
-  // expressed by share_b (GQA: one K/V head for a group handled inside one batch entry instead).
+  // Batch strides in elements; 0 = packed (m*k, k*n, m*n).
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  // Row strides in elements of the stored matrices; 0 = packed (attention reads heads in place).
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
 };
 
 // The layout that a linear layer's pass uses, for Y[T×N] = X[T×K]·W[N×K]ᵀ with W stored N×K:

@@ -28,8 +28,8 @@ void note_counters_unavailable_once();
 
 // One event translated by libpfm4 for perf_event_open.
 struct EventEncoding {
-  std::string name;        // as asked, e.g. "RETIRED_SSE_AVX_FLOPS:ANY"
-  std::string canonical;   // libpfm4's full string, e.g. "amd64_fam19h_zen4::RETIRED_SSE_AVX_FLOPS:ANY:..."
+  std::string name;       // as asked, e.g. "RETIRED_SSE_AVX_FLOPS:ANY"
+  std::string canonical;  // libpfm4's full string, e.g. "amd64_fam19h_zen4::RETIRED_SSE_AVX_FLOPS:ANY:..."
   std::uint32_t perf_type = 0;
   std::uint64_t config = 0;
 };
@@ -52,8 +52,8 @@ struct RafterEvent {
   std::string unit;     // "FLOP", "lines"
 };
 
-// The events for a PMU family ("intel" for the FP_ARITH_INST_RETIRED / L1D / L2 / LLC events of
-// Skylake-SP and later, "amd_zen" for Zen 3/4/5); empty for an unknown PMU.
+// The events for a libpfm4 PMU name: Intel cores (FP_ARITH_INST_RETIRED / L1D / L2 / LLC events of
+// Skylake-SP and later, Zen 3 and Zen 4 tables for AMD); empty for an unknown PMU.
 std::vector<RafterEvent> rafter_cpu_events(const std::string& pmu_name);
 
 // Counts native events around a region with PAPI. Construction throws DeviceUnavailable (with the

@@ -25,8 +25,9 @@ struct GpuTimingOptions {
 
 struct GpuTiming {
   Summary seconds;   // per launch
-  ClockState clocks;
+  ClockState clocks;  // read while the first and the last timed sample ran (under load)
   bool graph_used = false;
+  double core_hz_mean = 0;  // mean of the SM clock readings taken while the samples ran
 };
 
 // Times `launch` on its own stream. Throws InputError on CUDA errors (message names the call).

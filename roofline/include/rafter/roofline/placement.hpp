@@ -45,6 +45,7 @@ struct Placement {
   bool emulated = false;
   std::string emulated_via;
   std::string judged_as;  // the compute class whose roof judges it (emulated_via's for emulated records)
+  std::string main_class;  // the compute class with the most FLOPs (judged_as when there are none)
   RecordStatus status = RecordStatus::Planned;
   std::string note;
   double count = 1;
@@ -94,6 +95,6 @@ Placement place_record(const OperatorRecord& record, const DeviceRoofs& roofs);
 
 // Judges every record of `run` against `machine` (the run's own machine, or another one for a
 // what-if). Records on another device than the run's are judged against that device's roofs.
-RunPlacement place_run(const Run& run, const MachineProfile& machine, std::string run_name = "run");
+RunPlacement place_run(const Run& run, const MachineProfile& machine, std::string run_name = "run.json");
 
 }  // namespace rafter::roofline

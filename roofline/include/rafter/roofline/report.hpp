@@ -12,6 +12,10 @@ namespace rafter::roofline {
 // Console table: operator, count, time, % of step, FLOP/s, AI per level, bound, efficiency, gap;
 // a header naming the run, machine and device, and a footer with where the step's time goes.
 std::string format_report_table(const RunPlacement& rp);
+// The table's cells (header first), shared by the console table and the HTML page.
+std::vector<std::vector<std::string>> report_rows(const RunPlacement& rp);
+// The lines under the table: step totals, time by binding resource, remarks per operator.
+std::string format_report_footer(const RunPlacement& rp);
 std::string format_report_csv(const RunPlacement& rp);  // one row per record, raw SI numbers
 nlohmann::json report_json(const RunPlacement& rp);
 

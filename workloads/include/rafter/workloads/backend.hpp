@@ -1,5 +1,8 @@
 // Backends run operator instances on a device: check against the FP64 reference (outputs poisoned
 // first, random inputs), then time. CPU backends live in workloads/cpu, CUDA ones in workloads/cuda.
+// Added by B (backward compatible): compare_outputs() with an explicit tolerance, planned_record().
+// profile_instance() normalizes the instance (defaults, phase) before calling Backend::execute,
+// and never calls a backend for a collective (NoBackend until a collective backend exists).
 #pragma once
 #include <memory>
 #include <string>
@@ -49,6 +52,12 @@ class BackendRegistry {
 // Compares backend outputs with the reference; NaN (unwritten poisoned output) fails.
 CheckResult compare_outputs(const Problem& reference, const std::vector<std::vector<double>>& outputs,
                             std::string_view precision);
+
+CheckResult compare_outputs(const Problem& reference, const std::vector<std::vector<double>>& outputs,
+                            double tolerance);
+
+// A record with the catalogue's cost only (status Planned): what `rafter profile --plan` lists.
+OperatorRecord planned_record(const OpInstance& inst, const std::vector<MemoryLevel>& levels);
 
 // Fills a record for `inst` on `ctx.device`: catalogue cost (FLOPs, bytes), then the backend's
 // check and timing; status NoBackend (and a note) when no backend of that device runs it.

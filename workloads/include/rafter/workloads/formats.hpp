@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace rafter::workloads::fmt {
+namespace rafter::workloads::numfmt {
 
 // A binary floating-point format: mantissa bits, smallest normal exponent, largest finite value.
 struct FloatFormat {
@@ -116,4 +116,4 @@ inline double mxfp4_block_scale(double block_amax) {
   return std::ldexp(1.0, (e2 - 1) - 2);
 }
 
-}  // namespace rafter::workloads::fmt
+}  // namespace rafter::workloads::numfmt

@@ -1,0 +1,120 @@
+// NVML through dlopen: the symbols are looked up once, by name, with the header's signatures.
+#include "nvml_runtime.hpp"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#ifdef RAFTER_HAVE_NVML_HEADER
+#include <nvml.h>
+#endif
+
+namespace rafter::gpu::nvml {
+
+#ifdef RAFTER_HAVE_NVML_HEADER
+namespace {
+
+struct Api {
+  void* handle = nullptr;
+  std::string why;
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*by_pci)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*clock)(nvmlDevice_t, nvmlClockType_t, unsigned*) = nullptr;
+  nvmlReturn_t (*max_clock)(nvmlDevice_t, nvmlClockType_t, unsigned*) = nullptr;
+  nvmlReturn_t (*driver)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*ecc)(nvmlDevice_t, nvmlEnableState_t*, nvmlEnableState_t*) = nullptr;
+  nvmlReturn_t (*link_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*link_width)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
+  bool ok() const { return init && by_pci && clock; }
+};
+
+template <class F>
+void load(void* h, F& f, const char* name) {
+  f = reinterpret_cast<F>(dlsym(h, name));
+}
+
+const Api& api() {
+  static Api a;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    a.handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!a.handle) {
+      a.why = "libnvidia-ml.so.1 not found";
+      return;
+    }
+    load(a.handle, a.init, "nvmlInit_v2");
+    load(a.handle, a.by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+    load(a.handle, a.clock, "nvmlDeviceGetClockInfo");
+    load(a.handle, a.max_clock, "nvmlDeviceGetMaxClockInfo");
+    load(a.handle, a.driver, "nvmlSystemGetDriverVersion");
+    load(a.handle, a.ecc, "nvmlDeviceGetEccMode");
+    load(a.handle, a.link_gen, "nvmlDeviceGetCurrPcieLinkGeneration");
+    load(a.handle, a.link_width, "nvmlDeviceGetCurrPcieLinkWidth");
+    load(a.handle, a.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+    if (!a.ok()) {
+      a.why = "libnvidia-ml.so.1 lacks nvmlInit_v2/GetClockInfo";
+      a.init = nullptr;
+      return;
+    }
+    if (a.init() != NVML_SUCCESS) {
+      a.why = "nvmlInit failed";
+      a.init = nullptr;
+    }
+  });
+  return a;
+}
+
+bool device(const std::string& pci, nvmlDevice_t& d) {
+  const Api& a = api();
+  return a.init && a.by_pci(pci.c_str(), &d) == NVML_SUCCESS;
+}
+
+}  // namespace
+
+bool current_clocks_hz(const std::string& pci_bus_id, double& sm_hz, double& memory_hz) {
+  nvmlDevice_t d;
+  if (!device(pci_bus_id, d)) return false;
+  unsigned sm_mhz = 0, mem_mhz = 0;
+  if (api().clock(d, NVML_CLOCK_SM, &sm_mhz) != NVML_SUCCESS) return false;
+  if (api().clock(d, NVML_CLOCK_MEM, &mem_mhz) != NVML_SUCCESS) return false;
+  sm_hz = sm_mhz * 1e6;
+  memory_hz = mem_mhz * 1e6;
+  return true;
+}
+
+nlohmann::json device_properties(const std::string& pci_bus_id) {
+  nlohmann::json j = nlohmann::json::object();
+  const Api& a = api();
+  nvmlDevice_t d;
+  if (!device(pci_bus_id, d)) {
+    j["nvml"] = "unavailable (" + (a.why.empty() ? "no NVML device for " + pci_bus_id : a.why) + ")";
+    return j;
+  }
+  j["nvml"] = "available";
+  char version[96] = {};
+  if (a.driver && a.driver(version, sizeof version) == NVML_SUCCESS) j["driver_version"] = version;
+  nvmlEnableState_t current, pending;
+  if (a.ecc && a.ecc(d, &current, &pending) == NVML_SUCCESS)
+    j["ecc_enabled_nvml"] = current == NVML_FEATURE_ENABLED;
+  unsigned v = 0;
+  if (a.link_gen && a.link_gen(d, &v) == NVML_SUCCESS) j["pcie_link_generation"] = v;
+  if (a.link_width && a.link_width(d, &v) == NVML_SUCCESS) j["pcie_link_width"] = v;
+  if (a.max_clock && a.max_clock(d, NVML_CLOCK_SM, &v) == NVML_SUCCESS) j["max_sm_clock_hz"] = v * 1e6;
+  if (a.max_clock && a.max_clock(d, NVML_CLOCK_MEM, &v) == NVML_SUCCESS)
+    j["max_memory_clock_hz"] = v * 1e6;
+  if (a.power_limit && a.power_limit(d, &v) == NVML_SUCCESS) j["power_limit_watts"] = v / 1000.0;
+  return j;
+}
+
+#else  // no NVML header at build time: clocks come from CUDA's attributes
+
+bool current_clocks_hz(const std::string&, double&, double&) { return false; }
+
+nlohmann::json device_properties(const std::string&) {
+  return {{"nvml", "unavailable (built without the NVML header)"}};
+}
+
+#endif
+
+}  // namespace rafter::gpu::nvml

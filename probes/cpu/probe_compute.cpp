@@ -1,0 +1,126 @@
+// cpu.compute: FP64/FP32 FMA at every vector width the CPU has, BF16/FP16/INT8 where present, on 1
+// thread and all cores. A precision the CPU lacks is recorded as absent, never as 0 FLOP/s.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "cpu_options.hpp"
+#include "datasheet.hpp"
+#include "kernels.hpp"
+#include "stream_check.hpp"
+#include "thread_team.hpp"
+
+namespace rafter::probes::cpu {
+namespace {
+
+std::vector<const ComputeKernel*> kernels_to_run(const ProbeOptions& options, nlohmann::json& absent) {
+  const CpuFeatures& f = cpu_features();
+  std::vector<const ComputeKernel*> run;
+  for (const ComputeKernel& k : compute_kernels()) {
+    if (!options.isa.empty() && k.isa != options.isa) continue;
+    if (!k.present(f)) {
+      absent.push_back({{"precision", k.precision},
+                        {"isa", k.isa},
+                        {"instruction", k.instruction},
+                        {"reason", "this CPU lacks the instruction (CPUID)"}});
+      continue;
+    }
+    if (const std::string bad = check_compute_kernel(k); !bad.empty())
+      throw std::runtime_error("cpu.compute: kernel check failed: " + bad);
+    run.push_back(&k);
+  }
+  return run;
+}
+
+Figure time_kernel(ThreadTeam& team, const ComputeKernel& k, const ProbeOptions& options) {
+  std::int64_t iterations = 1000;
+  std::vector<double> sink(static_cast<std::size_t>(team.size()));
+  auto body = [&](int t) { sink[static_cast<std::size_t>(t)] = k.run(iterations); };
+  team_sample(team, body);
+  const double per_iteration =
+      std::max(team_sample(team, body).seconds, 1e-9) / static_cast<double>(iterations);
+  const double target = options.quick ? 0.002 : 0.01;
+  iterations = std::max<std::int64_t>(1000, static_cast<std::int64_t>(target / per_iteration));
+  // Compute samples are cheap (a few ms) and a preempted one reads far too low: take more of them.
+  RepeatPolicy policy = probe_policy(options);
+  policy.min_repeats = std::max(policy.min_repeats, options.quick ? 5 : 9);
+  policy.max_repeats = std::max(policy.max_repeats, policy.min_repeats);
+  const Summary s = measure_team_seconds(policy, team, body);
+  const double flops = team.size() * static_cast<double>(iterations) * k.flops_per_iteration;
+  return Figure::measured(transform(s, [flops](double t) { return flops / t; }), "FLOP/s");
+}
+
+Ceiling make_ceiling(const Device& cpu, const ComputeKernel& k, int threads, Figure figure, bool pinned) {
+  Ceiling c;
+  c.kind = CeilingKind::Compute;
+  c.device = cpu.id;
+  c.resource = k.precision;
+  c.operation = k.operation;
+  c.isa = k.isa;
+  c.scope = threads == 1 ? "core" : "device";
+  c.threads = threads;
+  c.figure = std::move(figure);
+  c.probe = "cpu.compute";
+  c.params = {{"instruction", k.instruction},
+              {"vector_bits", k.vector_bits},
+              {"accumulators", k.accumulators},
+              {"flops_per_iteration", k.flops_per_iteration},
+              {"pinned", pinned},
+              {"per_core_flops_per_second", c.figure.value / threads}};
+  if (k.precision == "int8")
+    c.params["unit_note"] = "integer OP/s (multiply and add counted), reported as FLOP/s";
+  return c;
+}
+
+void probe_cpu_compute(const ProbeOptions& options, const Device& cpu, MachineProfile& profile) {
+  nlohmann::json absent = nlohmann::json::array();
+  const auto kernels = kernels_to_run(options, absent);
+  const int all = all_core_threads(options, cpu);
+  std::vector<int> thread_counts{1};
+  if (all > 1) thread_counts.push_back(all);
+  Progress progress("cpu.compute", kernels.size() * thread_counts.size());
+  const double hz_before = measure_core_frequency_hz();
+  std::vector<Ceiling> ceilings;
+  for (int threads : thread_counts) {
+    ThreadTeam team(threads);
+    for (const ComputeKernel* k : kernels) {
+      progress.step(fmt::format("{} {} {} thread(s)", k->precision, k->isa, threads));
+      ceilings.push_back(make_ceiling(cpu, *k, threads, time_kernel(team, *k, options), team.pinned()));
+    }
+  }
+  progress.finish();
+  const double hz_after = measure_core_frequency_hz();
+  for (Ceiling& c : ceilings) {
+    const ComputeKernel* k = *std::find_if(kernels.begin(), kernels.end(), [&](const ComputeKernel* x) {
+      return x->precision == c.resource && x->isa == c.isa && x->operation == c.operation;
+    });
+    if (const auto peak = datasheet_peak(cpu_features(), *k)) {
+      c.datasheet_value = peak->flops_per_cycle_per_core * 0.5 * (hz_before + hz_after) * c.threads;
+      c.datasheet_basis = peak->basis;
+    }
+    finish_ceiling(c, hz_before, hz_after);
+    profile.ceilings.push_back(std::move(c));
+  }
+  nlohmann::json precisions_absent = nlohmann::json::array();
+  for (const char* p : {"fp64", "fp32", "bf16", "fp16", "int8"}) {
+    const bool measured = std::any_of(kernels.begin(), kernels.end(),
+                                      [p](const ComputeKernel* k) { return k->precision == p; });
+    if (!measured) precisions_absent.push_back(p);
+  }
+  for (auto& d : profile.devices) {
+    if (d.id != cpu.id) continue;
+    d.properties["compute_kernels_absent"] = absent;
+    d.properties["precisions_absent"] = precisions_absent;  // no kernel of that precision ran: absent, not 0
+  }
+}
+
+}  // namespace
+
+RAFTER_REGISTER_PROBE(
+    "cpu.compute", "cpu",
+    "FP64/FP32 FMA per vector width, BF16/FP16/INT8 dot/FMA where present; 1 thread and all cores",
+    probe_cpu_compute);
+
+}  // namespace rafter::probes::cpu

@@ -1,0 +1,245 @@
+// cuda.bandwidth: read, write and copy bandwidth per memory level. A sweep over working sets from
+// 16 KiB to at least 4x the L2 (kernels in bandwidth_kernels.cuh) shows L1, L2 and HBM as
+// plateaus, found inside windows named from the device properties (gpu_model.hpp); streaming
+// kernels over 1 GiB buffers give the HBM ceilings. The copy is checked element for element.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "bandwidth_kernels.cuh"
+#include "cuda_util.hpp"
+#include "gpu_model.hpp"
+
+namespace rafter::probes::cuda {
+namespace {
+
+enum class SweepOp { Read, Write, Copy };
+const char* name(SweepOp op) { return op == SweepOp::Read ? "read" : op == SweepOp::Write ? "write" : "copy"; }
+
+struct Context {
+  const ProbeOptions& options;
+  const Device& device;
+  cudaDeviceProp props{};
+  DeviceBuffer* a = nullptr;
+  DeviceBuffer* b = nullptr;
+  DeviceBuffer* sink = nullptr;
+};
+
+double pow2_at_least(double x) { return std::exp2(std::ceil(std::log2(x))); }
+
+// One point of a sweep: `l1` selects the L1 sweep (read only), else the device sweep of `op`.
+SweepPoint sweep_point(Context& cx, SweepOp op, bool l1, double ws_bytes) {
+  const int blocks = 2 * cx.props.multiProcessorCount;
+  const double threads = double(blocks) * kSweepThreads;
+  // Copy splits the working set between source and destination.
+  const double per_buffer = op == SweepOp::Copy ? ws_bytes / 2 : ws_bytes;
+  const auto mask = static_cast<unsigned>(per_buffer / 16) - 1;
+  const int unroll = op == SweepOp::Copy ? kCopyUnroll : kUnroll;
+  const double bytes_per_trip = threads * unroll * 16;
+  const double target_bytes = cx.options.quick ? 2e9 : 8e9;
+  // The L1 sweep's blocks each walk the whole working set; the device sweep's grid covers it.
+  const double cover = l1 ? per_buffer / (kSweepThreads * unroll * 16.0) : per_buffer / bytes_per_trip;
+  auto trips = int(std::max(std::ceil(cover), std::round(target_bytes / bytes_per_trip)));
+  trips = std::max(trips, 1);
+  auto* a = cx.a->get<int4>();
+  auto* b = cx.b->get<int4>();
+  int* sink = cx.sink->get<int>();
+  Measurement m;
+  m.work_per_launch = bytes_per_trip * double(trips) * (op == SweepOp::Copy ? 2 : 1);
+  m.timing = gpu::time_launches(
+      [&](void* s) {
+        auto st = cudaStream_t(s);
+        if (l1) sweep_l1_read<<<blocks, kSweepThreads, 0, st>>>(a, mask, trips, sink);
+        else if (op == SweepOp::Read) grid_read<<<blocks, kSweepThreads, 0, st>>>(a, mask, trips, sink);
+        else if (op == SweepOp::Write) grid_write<<<blocks, kSweepThreads, 0, st>>>(b, mask, trips);
+        else grid_copy<<<blocks, kSweepThreads, 0, st>>>(a, b, mask, trips);
+        check_launch("sweep kernel");
+      },
+      timing_options(cx.options, cx.device, false));
+  double work = m.work_per_launch;
+  SweepPoint p;
+  p.working_set_bytes = ws_bytes;
+  p.figure = Figure::measured(transform(m.timing.seconds, [work](double sec) { return work / sec; }), "B/s");
+  return p;
+}
+
+std::optional<Datasheet> level_datasheet(const Context& cx, const std::string& level, double sm_hz,
+                                         double mem_hz) {
+  if (level == "L1") {
+    Datasheet d = shared_memory_datasheet(cx.props.multiProcessorCount, sm_hz);
+    d.basis = "L1/shared SRAM data path, " + d.basis;
+    return d;
+  }
+  if (level == "HBM" || level == "DRAM") return device_memory_datasheet(mem_hz, cx.props.memoryBusWidth);
+  return std::nullopt;  // NVIDIA publishes no L2 bandwidth
+}
+
+void sweep(Context& cx, SweepOp op, bool l1, double max_ws, MachineProfile& profile) {
+  Sweep sw;
+  sw.device = cx.device.id;
+  sw.probe = l1 ? "bandwidth_l1" : "bandwidth";
+  sw.operation = name(op);
+  sw.isa = l1 ? "ld.global.nc.v4" : op == SweepOp::Write ? "st.global.v4" : "ld.global.cg.v4";
+  sw.threads = 2 * cx.props.multiProcessorCount * kSweepThreads;
+  const int dev = device_index(cx.device);
+  gpu::Clocks before = gpu::read_clocks(dev);
+  for (double ws = 16384; ws <= max_ws; ws *= cx.options.quick ? 4 : 2) sw.points.push_back(sweep_point(cx, op, l1, ws));
+  gpu::Clocks after = gpu::read_clocks(dev);
+  ClockState clocks{before.sm_hz, after.sm_hz, before.memory_hz, after.memory_hz, after.sm_hz < 0.95 * before.sm_hz};
+  const std::vector<MemoryLevel>& levels = cx.device.memory_levels;
+  for (const auto& level : levels) {
+    // The L1 sweep gives L1 only; the device sweep L2 and beyond (L1 is write-through, and its
+    // loads bypass L1).
+    if (level.name == "shared" || (level.name == "L1") != l1) continue;
+    auto window = plateau_window(levels, level.name);
+    if (!window) continue;
+    auto plateau = find_plateau(sw.points, *window);
+    if (!plateau) continue;
+    Ceiling c;
+    c.kind = CeilingKind::Bandwidth;
+    c.device = cx.device.id;
+    c.resource = level.name;
+    c.operation = name(op);
+    c.isa = "sweep";
+    c.scope = "device";
+    c.threads = sw.threads;
+    c.figure = plateau->point.figure;
+    c.clocks = clocks;
+    c.frequency_hz = clocks.core_hz_after;
+    c.probe = "cuda.bandwidth";
+    c.params = {{"working_set_bytes", plateau->point.working_set_bytes}, {"sweep_isa", sw.isa},
+                {"plateau_points", plateau->points}, {"plateau_spread", plateau->spread},
+                {"window_bytes", {window->low_bytes, std::min(window->high_bytes, max_ws)}},
+                {"access", l1 ? "16-byte vectors, every block walks the working set through L1"
+                              : "16-byte vectors, the grid strides over the working set, L2-only loads"}};
+    attach_datasheet(c, level_datasheet(cx, level.name, c.frequency_hz, clocks.memory_hz_after));
+    profile.ceilings.push_back(std::move(c));
+  }
+  profile.sweeps.push_back(std::move(sw));
+}
+
+__global__ void count_mismatches(const int4* a, const int4* b, std::size_t n, unsigned long long* bad) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    int4 x = a[i], y = b[i];
+    if (x.x != y.x || x.y != y.y || x.z != y.z || x.w != y.w) atomicAdd(bad, 1ULL);
+  }
+}
+
+// The stream variants: grid-stride plain or with streaming hints, one pass with 4 or 8 vectors
+// per thread. The HBM ceiling is the best of them.
+enum class Variant { Stride, StrideHints, OnePass4, OnePass8 };
+const char* name(Variant v) {
+  switch (v) {
+    case Variant::Stride: return "grid_stride";
+    case Variant::StrideHints: return "grid_stride_streaming_hints";
+    case Variant::OnePass4: return "one_pass_4";
+    case Variant::OnePass8: return "one_pass_8";
+  }
+  return "";
+}
+
+template <int U>
+void launch_onepass(SweepOp op, int4* a, int4* b, std::size_t n16, int* sink, cudaStream_t s) {
+  const auto grid = unsigned(n16 / (256 * U));
+  if (op == SweepOp::Read) onepass_read<U><<<grid, 256, 0, s>>>(a, sink);
+  if (op == SweepOp::Write) onepass_write<U><<<grid, 256, 0, s>>>(b);
+  if (op == SweepOp::Copy) onepass_copy<U><<<grid, 256, 0, s>>>(a, b);
+}
+
+void launch_stream(Variant v, SweepOp op, int blocks, int4* a, int4* b, std::size_t n16, int* sink, cudaStream_t s) {
+  if (v == Variant::OnePass4) launch_onepass<4>(op, a, b, n16, sink, s);
+  if (v == Variant::OnePass8) launch_onepass<8>(op, a, b, n16, sink, s);
+  const bool hints = v == Variant::StrideHints;
+  if (v == Variant::Stride || hints) {
+    if (op == SweepOp::Read) hints ? stream_read<true><<<blocks, 256, 0, s>>>(a, n16, sink) : stream_read<false><<<blocks, 256, 0, s>>>(a, n16, sink);
+    if (op == SweepOp::Write) hints ? stream_write<true><<<blocks, 256, 0, s>>>(b, n16) : stream_write<false><<<blocks, 256, 0, s>>>(b, n16);
+    if (op == SweepOp::Copy) hints ? stream_copy<true><<<blocks, 256, 0, s>>>(a, b, n16) : stream_copy<false><<<blocks, 256, 0, s>>>(a, b, n16);
+  }
+  check_launch("stream kernel");
+}
+
+// Poisons the destination, copies once with variant `v`, counts the vectors that differ.
+unsigned long long copy_mismatches(Variant v, int blocks, int4* a, int4* b, std::size_t n16, int* sink) {
+  DeviceBuffer bad(8);
+  check(cudaMemset(b, 0xFF, n16 * 16), "poison copy destination");
+  check(cudaMemset(bad.get(), 0, 8), "clear mismatch count");
+  launch_stream(v, SweepOp::Copy, blocks, a, b, n16, sink, nullptr);
+  count_mismatches<<<4 * blocks, 256>>>(a, b, n16, bad.get<unsigned long long>());
+  check_launch("count_mismatches");
+  unsigned long long mismatches = 0;
+  check(cudaMemcpy(&mismatches, bad.get(), 8, cudaMemcpyDeviceToHost), "copy mismatch count");
+  return mismatches;
+}
+
+// HBM ceilings: the best variant, each on buffers of `bytes` far larger than L2.
+void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
+  const int blocks = 8 * cx.props.multiProcessorCount;
+  const std::size_t chunk = std::size_t(blocks) * 256 * kUnroll * 8;  // also a multiple of 256 x 8
+  const std::size_t n16 = std::size_t(bytes / 16) / chunk * chunk;
+  int4* a = cx.a->get<int4>();
+  int4* b = cx.b->get<int4>();
+  int* sink = cx.sink->get<int>();
+  nlohmann::json tried = nlohmann::json::object();
+  Measurement best;
+  Variant best_variant = Variant::Stride;
+  for (Variant v : {Variant::Stride, Variant::StrideHints, Variant::OnePass4, Variant::OnePass8}) {
+    Measurement m;
+    m.kind = CeilingKind::Bandwidth;
+    m.resource = cx.device.memory_levels.back().name;
+    m.operation = name(op);
+    m.isa = "stream";
+    m.unit = "B/s";
+    m.work_per_launch = double(n16) * 16 * (op == SweepOp::Copy ? 2 : 1);
+    m.timing = gpu::time_launches([&](void* s) { launch_stream(v, op, blocks, a, b, n16, sink, cudaStream_t(s)); },
+                                  timing_options(cx.options, cx.device, true));
+    double rate = m.work_per_launch / m.timing.seconds.median;
+    tried[name(v)] = rate;
+    if (best.work_per_launch == 0 || rate > best.work_per_launch / best.timing.seconds.median) {
+      best = m;
+      best_variant = v;
+    }
+  }
+  nlohmann::json params = {{"buffer_bytes", double(n16) * 16}, {"variant", name(best_variant)},
+                           {"rate_by_variant", tried},
+                           {"bytes_counted", op == SweepOp::Copy ? "read + written" : name(op)}};
+  if (op == SweepOp::Copy) {  // the copy must have copied: poison, copy once, compare
+    unsigned long long bad = copy_mismatches(best_variant, blocks, a, b, n16, sink);
+    params["check"] = {{"pass", bad == 0}, {"mismatched_vectors", bad}};
+  }
+  Ceiling c = make_ceiling(cx.device, "cuda.bandwidth", best, params);
+  attach_datasheet(c, device_memory_datasheet(c.clocks.memory_hz_after, cx.props.memoryBusWidth));
+  if (params.contains("check") && !params["check"]["pass"].get<bool>()) c.flag = "check_failed";
+  profile.ceilings.push_back(std::move(c));
+}
+
+void run_bandwidth_probe(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
+  Context cx{options, device};
+  const int dev = device_index(device);
+  check(cudaSetDevice(dev), "cudaSetDevice");
+  check(cudaGetDeviceProperties(&cx.props, dev), "cudaGetDeviceProperties");
+  // Global loads may then use the whole unified SRAM as L1.
+  check(cudaFuncSetAttribute(sweep_l1_read, cudaFuncAttributePreferredSharedMemoryCarveout, 0), "carveout");
+  const double l2 = cx.props.l2CacheSize;
+  double max_ws = options.max_working_set_bytes > 0 ? options.max_working_set_bytes : 4 * l2;
+  max_ws = pow2_at_least(std::max(max_ws, 4 * l2));
+  const double stream_bytes = options.quick ? 512.0 * (1 << 20) : 2048.0 * (1 << 20);
+  const double buffer_bytes = std::max(max_ws, stream_bytes);
+  const auto buffer_size = static_cast<std::size_t>(buffer_bytes);
+  DeviceBuffer a(buffer_size), b(buffer_size), sink(64);
+  fill_random(a.get(), a.bytes(), 3u);
+  fill_random(b.get(), b.bytes(), 4u);
+  cx.a = &a;
+  cx.b = &b;
+  cx.sink = &sink;
+  sweep(cx, SweepOp::Read, true, std::min(max_ws, 4.0 * (1 << 20)), profile);  // L1, into L2
+  for (SweepOp op : {SweepOp::Read, SweepOp::Write, SweepOp::Copy}) sweep(cx, op, false, max_ws, profile);
+  for (SweepOp op : {SweepOp::Read, SweepOp::Write, SweepOp::Copy}) stream(cx, op, stream_bytes, profile);
+}
+
+}  // namespace
+
+RAFTER_REGISTER_PROBE("cuda.bandwidth", "cuda",
+                      "L1, L2 and HBM read/write/copy bandwidth: working-set sweep and streams",
+                      run_bandwidth_probe);
+
+}  // namespace rafter::probes::cuda

@@ -1,0 +1,133 @@
+// cuda.fma: CUDA-core ceilings, FP32 FFMA and FP64 DFMA. FLOPs per launch: threads x iterations x
+// 16 steps x chains x 2. Each kernel is first run short on random inputs and checked bit for bit
+// against the host, which computes the same fused multiply-adds.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "gpu_model.hpp"
+
+namespace rafter::probes::cuda {
+namespace {
+
+constexpr int kChains = 8;   // independent FMA chains per thread: hides the FMA latency
+constexpr int kUnroll = 16;  // FMAs per chain per loop trip: keeps loop overhead near 1%
+constexpr int kFmaThreads = 512;
+
+// Per thread: kChains start values, then the multiplier m and addend c that every chain uses
+// (shared operands let the register reuse cache feed the FMA unit without bank conflicts).
+constexpr int kInputsPerThread = kChains + 2;
+
+template <class T>
+__global__ void __launch_bounds__(kFmaThreads) fma_kernel(const T* in, T* out, int iterations, long long* cycles) {
+  const CycleCounter counter;
+  const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const T* mine = in + std::size_t(tid) * kInputsPerThread;
+  T x[kChains];
+#pragma unroll
+  for (int i = 0; i < kChains; ++i) x[i] = mine[i];
+  const T m = mine[kChains], c = mine[kChains + 1];
+  for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int i = 0; i < kChains; ++i) x[i] = fma(x[i], m, c);
+  }
+#pragma unroll
+  for (int i = 0; i < kChains; ++i) out[tid * kChains + i] = x[i];
+  counter.stop(cycles);
+}
+
+// x0 in [-1, 1], m in [0.5, 0.99], c in [-0.5, 0.5]: the chain converges, no overflow, no zeros.
+template <class T>
+std::vector<T> fma_inputs(std::size_t threads, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> x(-1, 1), m(0.5, 0.99), c(-0.5, 0.5);
+  std::vector<T> v(threads * kInputsPerThread);
+  for (std::size_t t = 0; t < threads; ++t) {
+    for (int i = 0; i < kChains; ++i) v[t * kInputsPerThread + i] = T(x(rng));
+    v[t * kInputsPerThread + kChains] = T(m(rng));
+    v[t * kInputsPerThread + kChains + 1] = T(c(rng));
+  }
+  return v;
+}
+
+// Runs `blocks` x kFmaThreads threads for `iterations` and compares every output with the host,
+// which computes the same fused multiply-adds (std::fma rounds once, as FFMA/DFMA do).
+template <class T>
+bool check_fma(int blocks, int iterations, unsigned seed) {
+  std::size_t threads = std::size_t(blocks) * kFmaThreads;
+  auto h = fma_inputs<T>(threads, seed);
+  DeviceBuffer in(h.size() * sizeof(T)), out(threads * kChains * sizeof(T)), cycles(8);
+  check(cudaMemcpy(in.get(), h.data(), in.bytes(), cudaMemcpyHostToDevice), "copy fma inputs");
+  check(cudaMemset(out.get(), 0xFF, out.bytes()), "poison fma output");
+  fma_kernel<T><<<blocks, kFmaThreads>>>(in.get<T>(), out.get<T>(), iterations, cycles.get<long long>());
+  check_launch("fma_kernel");
+  std::vector<T> got(threads * kChains);
+  check(cudaMemcpy(got.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost), "copy fma output");
+  for (std::size_t t = 0; t < threads; ++t) {
+    const T* mine = &h[t * kInputsPerThread];
+    for (int i = 0; i < kChains; ++i) {
+      T x = mine[i];
+      for (int s = 0; s < iterations * kUnroll; ++s) x = std::fma(x, mine[kChains], mine[kChains + 1]);
+      if (!(got[t * kChains + i] == x)) return false;
+    }
+  }
+  return true;
+}
+
+struct Setup {
+  int sms = 0, major = 0, minor = 0;
+};
+
+Setup setup(const Device& device) {
+  const int dev = device_index(device);
+  check(cudaSetDevice(dev), "cudaSetDevice");
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+  return {p.multiProcessorCount, p.major, p.minor};
+}
+
+template <class T>
+void probe_fma(const ProbeOptions& options, const Device& device, MachineProfile& profile, const Setup& s,
+               const char* resource, const char* isa, const char* key) {
+  bool ok = check_fma<T>(2, 4, sizeof(T) == 4 ? 11u : 12u);
+  const int blocks = s.sms * 4;  // 2048 threads per SM
+  std::size_t threads = std::size_t(blocks) * kFmaThreads;
+  auto h = fma_inputs<T>(threads, 7u);
+  DeviceBuffer in(h.size() * sizeof(T)), out(threads * kChains * sizeof(T)), cycles(8);
+  check(cudaMemcpy(in.get(), h.data(), in.bytes(), cudaMemcpyHostToDevice), "copy fma inputs");
+  // About 5 ms per launch at the datasheet rate.
+  double peak = double(per_sm_per_clock(s.major, s.minor, key).value_or(256)) * s.sms * 1.98e9;
+  double flop_per_iteration = double(threads) * kUnroll * kChains * 2;
+  int iterations = int(0.005 * peak / flop_per_iteration) + 1;
+  Measurement m{CeilingKind::Compute, resource, "fma", isa, flop_per_iteration * iterations, "FLOP/s", {}};
+  m.timing = gpu::time_launches(
+      [&](void* st) {
+        fma_kernel<T><<<blocks, kFmaThreads, 0, cudaStream_t(st)>>>(in.get<T>(), out.get<T>(), iterations,
+                                                                   cycles.get<long long>());
+        check_launch("fma_kernel");
+      },
+      timing_options(options, device, false));
+  m.sm_cycles_per_launch = read_cycles(cycles);
+  nlohmann::json params = {{"threads", threads}, {"chains_per_thread", kChains}, {"iterations", iterations},
+                           {"check", {{"pass", ok}, {"reference", "host std::fma, bit-exact"}}}};
+  Ceiling c = make_ceiling(device, "cuda.fma", m, params);
+  attach_datasheet(c, compute_datasheet(s.major, s.minor, key, s.sms, c.frequency_hz));
+  if (!ok) c.flag = "check_failed";
+  profile.ceilings.push_back(std::move(c));
+}
+
+void run_fma_probe(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
+  Setup s = setup(device);
+  probe_fma<float>(options, device, profile, s, "fp32", "ffma", "fp32");
+  probe_fma<double>(options, device, profile, s, "fp64", "dfma", "fp64");
+}
+
+}  // namespace
+
+RAFTER_REGISTER_PROBE("cuda.fma", "cuda", "FP32 FFMA and FP64 DFMA FLOP/s on the CUDA cores",
+                      run_fma_probe);
+
+}  // namespace rafter::probes::cuda

@@ -1,0 +1,141 @@
+// Datasheet tables and level naming for NVIDIA GPUs (see gpu_model.hpp).
+#include "gpu_model.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace rafter::probes::cuda {
+namespace {
+
+// Dense FLOP (or OP) per clock per SM, from NVIDIA's architecture whitepapers (A100: GA100
+// whitepaper table 3; H100/H200: GH100 whitepaper table 2). One FMA counts 2.
+const std::map<std::string_view, double>* rates_for(int major, int minor) {
+  static const std::map<std::string_view, double> sm80 = {
+      {"fp64", 64}, {"fp64_tensor", 128}, {"fp32", 128}, {"tf32", 1024},
+      {"fp16", 2048}, {"bf16", 2048}, {"int8", 4096}};
+  static const std::map<std::string_view, double> sm90 = {
+      {"fp64", 128}, {"fp64_tensor", 256}, {"fp32", 256}, {"tf32", 2048}, {"fp16", 4096},
+      {"bf16", 4096}, {"fp8", 8192}, {"int8", 8192}};
+  if (major == 8 && minor == 0) return &sm80;
+  if (major == 9 && minor == 0) return &sm90;
+  return nullptr;
+}
+
+std::string ghz(double hz) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f GHz", hz / 1e9);
+  return b;
+}
+
+}  // namespace
+
+std::optional<double> per_sm_per_clock(int cc_major, int cc_minor, std::string_view key) {
+  const auto* rates = rates_for(cc_major, cc_minor);
+  if (!rates) return std::nullopt;
+  auto it = rates->find(key);
+  if (it == rates->end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<Datasheet> compute_datasheet(int cc_major, int cc_minor, std::string_view key, int sms,
+                                           double sm_clock_hz) {
+  auto rate = per_sm_per_clock(cc_major, cc_minor, key);
+  if (!rate || sms <= 0 || sm_clock_hz <= 0) return std::nullopt;
+  Datasheet d;
+  d.value = *rate * sms * sm_clock_hz;
+  d.basis = std::to_string(sms) + " SMs x " + std::to_string(int(*rate)) + " " +
+            std::string(key) + " dense FLOP/clk/SM (sm_" + std::to_string(cc_major) +
+            std::to_string(cc_minor) + " whitepaper) x " + ghz(sm_clock_hz) +
+            " (SM clock measured during the probe)";
+  return d;
+}
+
+Datasheet shared_memory_datasheet(int sms, double sm_clock_hz) {
+  Datasheet d;
+  d.value = 128.0 * sms * sm_clock_hz;
+  d.basis = std::to_string(sms) + " SMs x 128 B/clk/SM (32 banks x 4 B) x " + ghz(sm_clock_hz) +
+            " (SM clock measured during the probe)";
+  return d;
+}
+
+std::optional<Datasheet> device_memory_datasheet(double memory_clock_hz, int bus_width_bits) {
+  if (memory_clock_hz <= 0 || bus_width_bits <= 0) return std::nullopt;
+  Datasheet d;
+  d.value = 2.0 * memory_clock_hz * bus_width_bits / 8.0;
+  d.basis = "2 transfers/clk x " + ghz(memory_clock_hz) + " memory clock x " +
+            std::to_string(bus_width_bits) + "-bit bus";
+  return d;
+}
+
+std::optional<Datasheet> pcie_datasheet(int generation, int lanes) {
+  static const double gt_per_s[] = {0, 2.5, 5, 8, 16, 32, 64};
+  if (generation < 1 || generation > 6 || lanes <= 0) return std::nullopt;
+  // Gen 1-2 encode 8b/10b, gen 3-5 128b/130b; gen 6 (FLIT, 242/256) is taken as 242/256.
+  double efficiency = generation <= 2 ? 0.8 : generation <= 5 ? 128.0 / 130.0 : 242.0 / 256.0;
+  Datasheet d;
+  d.value = gt_per_s[generation] * 1e9 * lanes * efficiency / 8.0;
+  d.basis = "PCIe gen " + std::to_string(generation) + " x" + std::to_string(lanes) + ": " +
+            std::to_string(int(gt_per_s[generation])) + " GT/s per lane, one direction, encoding overhead removed";
+  return d;
+}
+
+void attach_datasheet(Ceiling& c, const std::optional<Datasheet>& d) {
+  if (d) {
+    c.datasheet_value = d->value;
+    c.datasheet_basis = d->basis;
+  }
+  apply_flags(c);
+}
+
+double unified_l1_bytes_per_sm(int cc_major, int cc_minor) {
+  if (cc_major == 9 && cc_minor == 0) return 256.0 * 1024;
+  if (cc_major == 8 && cc_minor == 0) return 192.0 * 1024;
+  if (cc_major == 8 || cc_major == 7) return 128.0 * 1024;
+  return 0;
+}
+
+std::vector<MemoryLevel> gpu_memory_levels(const GpuMemorySizes& s) {
+  std::vector<MemoryLevel> levels;
+  levels.push_back({"shared", s.shared_per_sm_bytes, 0, 1, s.sms});
+  // With no shared memory carved out, global loads may use the whole unified SRAM as L1.
+  double l1 = unified_l1_bytes_per_sm(s.cc_major, s.cc_minor);
+  if (l1 > 0) levels.push_back({"L1", l1, 128, 1, s.sms});
+  levels.push_back({"L2", s.l2_bytes, 128, s.sms, 1});
+  levels.push_back({s.bus_width_bits >= 1024 ? "HBM" : "DRAM", s.device_memory_bytes, 0, s.sms, 1});
+  return levels;
+}
+
+std::optional<Window> plateau_window(const std::vector<MemoryLevel>& levels, std::string_view level) {
+  std::vector<const MemoryLevel*> cached;
+  for (const auto& l : levels)
+    if (l.name != "shared") cached.push_back(&l);
+  for (std::size_t i = 0; i < cached.size(); ++i) {
+    if (cached[i]->name != level) continue;
+    Window w;
+    w.low_bytes = i == 0 ? 0 : 2 * cached[i - 1]->size_bytes;
+    bool outermost = i + 1 == cached.size();
+    w.high_bytes = outermost ? 1e30 : cached[i]->size_bytes / 2;
+    if (w.high_bytes < w.low_bytes) return std::nullopt;
+    return w;
+  }
+  return std::nullopt;
+}
+
+std::optional<Plateau> find_plateau(const std::vector<SweepPoint>& points, const Window& w) {
+  std::vector<SweepPoint> in;
+  for (const auto& p : points)
+    if (p.working_set_bytes >= w.low_bytes && p.working_set_bytes <= w.high_bytes) in.push_back(p);
+  if (in.empty()) return std::nullopt;
+  std::sort(in.begin(), in.end(),
+            [](const SweepPoint& a, const SweepPoint& b) { return a.figure.value < b.figure.value; });
+  Plateau p;
+  p.point = in[in.size() / 2];
+  p.points = int(in.size());
+  p.spread = p.point.figure.value > 0
+                 ? (in.back().figure.value - in.front().figure.value) / p.point.figure.value
+                 : 0;
+  return p;
+}
+
+}  // namespace rafter::probes::cuda

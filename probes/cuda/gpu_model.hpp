@@ -1,0 +1,75 @@
+// What rafter knows of an NVIDIA GPU without running it: datasheet rates per SM per clock for each
+// compute capability (labelled datasheet, scaled by the SM count and the clock measured during the
+// probe), the memory levels named from the device properties, and the plateau of a bandwidth
+// sweep inside each level. Plain C++ (no CUDA headers), so the unit tests run without a GPU.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rafter/collector/machine_profile.hpp"
+
+namespace rafter::probes::cuda {
+
+// A datasheet figure and how it was derived ("132 SMs x 4096 FLOP/clk/SM x 1.755 GHz (measured)").
+struct Datasheet {
+  double value = 0;
+  std::string basis;
+};
+
+// Dense rate per SM per clock for a compute key: "fp64" (DFMA), "fp64_tensor" (DMMA), "fp32"
+// (FFMA), "tf32", "fp16", "bf16", "fp8", "int8" (tensor). Empty when the GPU has no such unit or
+// the compute capability is not in the table.
+std::optional<double> per_sm_per_clock(int cc_major, int cc_minor, std::string_view key);
+
+std::optional<Datasheet> compute_datasheet(int cc_major, int cc_minor, std::string_view key, int sms,
+                                           double sm_clock_hz);
+
+// Shared memory: 32 banks x 4 bytes per clock per SM (compute capability 7.0 and later).
+Datasheet shared_memory_datasheet(int sms, double sm_clock_hz);
+
+// Device memory: 2 transfers per memory clock (DDR) x bus width. Empty when either is unknown.
+std::optional<Datasheet> device_memory_datasheet(double memory_clock_hz, int bus_width_bits);
+
+// One direction of a PCIe link: transfer rate x lanes x encoding efficiency / 8. Empty when the
+// generation is unknown (NVML absent).
+std::optional<Datasheet> pcie_datasheet(int generation, int lanes);
+
+// Sets the datasheet value and basis on a measured ceiling and applies the flags.
+void attach_datasheet(Ceiling& c, const std::optional<Datasheet>& d);
+
+// Sizes read from the device properties.
+struct GpuMemorySizes {
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  double shared_per_sm_bytes = 0;  // sharedMemPerMultiprocessor
+  double l2_bytes = 0;             // l2CacheSize
+  double device_memory_bytes = 0;  // totalGlobalMem
+  int bus_width_bits = 0;          // memoryBusWidth: >= 1024 bits means stacked HBM
+};
+
+// Unified L1/shared SRAM per SM by compute capability (not a device property): 0 when unknown.
+double unified_l1_bytes_per_sm(int cc_major, int cc_minor);
+
+// Levels innermost first: "shared", "L1", "L2", "HBM" (or "DRAM" for a narrow GDDR bus).
+std::vector<MemoryLevel> gpu_memory_levels(const GpuMemorySizes& s);
+
+// The working-set window [low, high] of bytes in which a sweep sits inside `level`: half the
+// level's capacity at most, twice the inner level's at least; the outermost level starts at twice
+// the last cache. `levels` are the cached levels of gpu_memory_levels (without "shared").
+struct Window {
+  double low_bytes = 0, high_bytes = 0;
+};
+std::optional<Window> plateau_window(const std::vector<MemoryLevel>& levels, std::string_view level);
+
+// The plateau of a sweep in a window: the point with the median value among those inside, with
+// the relative spread of the values inside. Empty when no point falls in the window.
+struct Plateau {
+  SweepPoint point;
+  int points = 0;
+  double spread = 0;  // (max - min) / median over the points in the window
+};
+std::optional<Plateau> find_plateau(const std::vector<SweepPoint>& points, const Window& w);
+
+}  // namespace rafter::probes::cuda

@@ -1,0 +1,213 @@
+// cuda.latency: load-to-use latency per level by pointer chase: one thread, each load's address is
+// the previous load's value, over a random cycle of 128-byte lines. Two sweeps over working sets:
+// ld.global.ca (through L1) and ld.global.cg (L2 and beyond). A third chase touches one line per
+// 2 MiB page (all lines fit in L2), so its steps are TLB misses. The chase ends where the host
+// says it must, or the point is flagged.
+#include <algorithm>
+#include <random>
+#include <unordered_set>
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "gpu_model.hpp"
+
+namespace rafter::probes::cuda {
+namespace {
+
+using u64 = unsigned long long;
+
+template <bool kThroughL1>
+__device__ __forceinline__ u64 load(const u64* p) {
+  u64 v;
+  if constexpr (kThroughL1)
+    asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else
+    asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+template <bool kThroughL1>
+__global__ void chase(const u64* buf, u64 start, long long warm_hops, long long hops, u64* out) {
+  u64 j = start;
+  for (long long i = 0; i < warm_hops; ++i) j = load<kThroughL1>(buf + j);
+  long long t0 = clock64();
+  for (long long i = 0; i < hops; ++i) j = load<kThroughL1>(buf + j);
+  long long t1 = clock64();
+  out[0] = j;
+  out[1] = u64(t1 - t0);
+}
+
+__global__ void scatter(u64* buf, const u64* where, const u64* value, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    buf[where[i]] = value[i];
+}
+
+// A random cycle over `count` distinct positions (element indices) drawn from `slots` slots of
+// `slot_elems` elements; each position is a random 128-byte line inside its slot.
+std::vector<u64> random_cycle(u64 slots, u64 slot_elems, std::size_t count, std::mt19937_64& rng) {
+  std::vector<u64> chosen;
+  if (slots <= count) {
+    for (u64 s = 0; s < slots; ++s) chosen.push_back(s);
+  } else {
+    std::unordered_set<u64> seen;
+    std::uniform_int_distribution<u64> pick(0, slots - 1);
+    while (chosen.size() < count)
+      if (u64 s = pick(rng); seen.insert(s).second) chosen.push_back(s);
+  }
+  std::shuffle(chosen.begin(), chosen.end(), rng);
+  std::uniform_int_distribution<u64> line(0, slot_elems / 16 - 1);
+  for (auto& s : chosen) s = s * slot_elems + (slot_elems > 16 ? line(rng) * 16 : 0);
+  return chosen;
+}
+
+struct ChasePoint {
+  double cycles_per_hop = 0;
+  Summary seconds_per_hop;
+  bool ok = false;
+  ClockState clocks;
+};
+
+template <bool kThroughL1>
+ChasePoint run_chase(const ProbeOptions& options, const Device& device, DeviceBuffer& buf,
+                     const std::vector<u64>& cycle, bool warm) {
+  const std::size_t n = cycle.size();
+  std::vector<u64> next(n);
+  for (std::size_t i = 0; i < n; ++i) next[i] = cycle[(i + 1) % n];
+  DeviceBuffer where(n * 8), value(n * 8), out(16);
+  check(cudaMemcpy(where.get(), cycle.data(), n * 8, cudaMemcpyHostToDevice), "copy chase positions");
+  check(cudaMemcpy(value.get(), next.data(), n * 8, cudaMemcpyHostToDevice), "copy chase links");
+  scatter<<<256, 256>>>(buf.get<u64>(), where.get<u64>(), value.get<u64>(), n);
+  check_launch("scatter");
+  const long long hops = std::max<long long>(options.quick ? 2048 : 8192, warm ? (long long)n : 0);
+  const long long warm_hops = warm ? (long long)n : 0;
+  auto t = timing_options(options, device, !warm);  // cold points: L2 flushed before each sample
+  t.policy.min_repeats = 3;
+  t.policy.max_repeats = 5;
+  t.use_graph = false;
+  gpu::GpuTiming timing = gpu::time_launches(
+      [&](void* s) {
+        chase<kThroughL1><<<1, 1, 0, cudaStream_t(s)>>>(buf.get<u64>(), cycle[0], warm_hops, hops, out.get<u64>());
+        check_launch("chase");
+      },
+      t);
+  u64 h[2];
+  check(cudaMemcpy(h, out.get(), 16, cudaMemcpyDeviceToHost), "copy chase result");
+  ChasePoint p;
+  p.ok = h[0] == cycle[std::size_t((warm_hops + hops) % (long long)n)];
+  p.cycles_per_hop = double(h[1]) / double(hops);
+  const double total_hops = double(warm_hops + hops);
+  p.seconds_per_hop = transform(timing.seconds, [total_hops](double s) { return s / total_hops; });
+  p.clocks = timing.clocks;
+  return p;
+}
+
+SweepPoint to_point(double ws, const ChasePoint& c) {
+  SweepPoint p;
+  p.working_set_bytes = ws;
+  p.figure = Figure::measured(c.seconds_per_hop, "s");
+  // The value is the in-kernel cycle count at the measured clock; the spread is the wall time's.
+  if (c.clocks.core_hz_after > 0) p.figure.value = c.cycles_per_hop / c.clocks.core_hz_after;
+  return p;
+}
+
+template <bool kThroughL1>
+void level_sweep(const ProbeOptions& options, const Device& device, double l2, double max_ws,
+                 DeviceBuffer& buf, MachineProfile& profile, std::vector<std::pair<double, ChasePoint>>& raw) {
+  std::mt19937_64 rng(kThroughL1 ? 17 : 18);
+  Sweep sw{device.id, "latency", "chase", kThroughL1 ? "ld.global.ca" : "ld.global.cg", 1, false, {}};
+  for (double ws = 16384; ws <= max_ws; ws *= options.quick ? 4 : 2) {
+    auto cycle = random_cycle(u64(ws / 128), 16, options.quick ? 4096 : 16384, rng);
+    ChasePoint c = run_chase<kThroughL1>(options, device, buf, cycle, ws <= l2 / 2);
+    sw.points.push_back(to_point(ws, c));
+    raw.emplace_back(ws, c);
+  }
+  profile.sweeps.push_back(std::move(sw));
+}
+
+void add_level_ceiling(const Device& device, const std::string& level, const std::string& isa,
+                       const std::vector<std::pair<double, ChasePoint>>& raw, const Sweep& sw,
+                       double max_ws, MachineProfile& profile) {
+  auto window = plateau_window(device.memory_levels, level);
+  if (!window) return;
+  auto plateau = find_plateau(sw.points, *window);
+  if (!plateau) return;
+  const ChasePoint* cp = nullptr;
+  for (const auto& [ws, c] : raw)
+    if (ws == plateau->point.working_set_bytes) cp = &c;
+  Ceiling c;
+  c.kind = CeilingKind::Latency;
+  c.device = device.id;
+  c.resource = level;
+  c.operation = "chase";
+  c.isa = isa;
+  c.scope = "core";
+  c.threads = 1;
+  c.figure = plateau->point.figure;
+  c.probe = "cuda.latency";
+  if (cp) {
+    c.clocks = cp->clocks;
+    c.frequency_hz = loaded_sm_hz(cp->clocks);
+  }
+  c.params = {{"working_set_bytes", plateau->point.working_set_bytes},
+              {"cycles", cp ? cp->cycles_per_hop : 0.0}, {"plateau_points", plateau->points},
+              {"window_bytes", {window->low_bytes, std::min(window->high_bytes, max_ws)}},
+              {"check", {{"pass", cp && cp->ok}, {"what", "chase ends at the host-computed line"}}}};
+  attach_datasheet(c, std::nullopt);
+  if (cp && !cp->ok) c.flag = "check_failed";
+  profile.ceilings.push_back(std::move(c));
+}
+
+// One line per 2 MiB page: every line stays in L2, so latency steps are address translation.
+void tlb_sweep(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
+  const double page = 2.0 * (1 << 20);
+  const int max_pages = options.quick ? 2048 : 8192;
+  size_t free_bytes = 0, total = 0;
+  check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+  int pages = max_pages;
+  while (pages > 16 && pages * page > 0.5 * double(free_bytes)) pages /= 2;
+  DeviceBuffer buf(static_cast<std::size_t>(pages * page));
+  std::mt19937_64 rng(19);
+  Sweep sw{device.id, "latency_tlb", "chase", "ld.global.cg", 1, false, {}};
+  double first = 0, miss_start = 0;
+  for (int p = 16; p <= pages; p *= options.quick ? 4 : 2) {
+    auto cycle = random_cycle(u64(p), u64(page / 8), std::size_t(p), rng);
+    ChasePoint c = run_chase<false>(options, device, buf, cycle, true);
+    SweepPoint pt = to_point(p * page, c);
+    if (first == 0) first = c.cycles_per_hop;
+    if (miss_start == 0 && c.cycles_per_hop > 1.15 * first) miss_start = p * page;
+    sw.points.push_back(pt);
+  }
+  profile.conditions["cuda.latency." + device.id + ".tlb_misses_start_bytes"] = miss_start;
+  profile.conditions["cuda.latency." + device.id + ".tlb_probe"] =
+      "one line per 2 MiB page, lines L2-resident; first working set whose latency exceeds the "
+      "smallest by 15%";
+  profile.sweeps.push_back(std::move(sw));
+}
+
+void run_latency_probe(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
+  const int dev = device_index(device);
+  check(cudaSetDevice(dev), "cudaSetDevice");
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+  const double l2 = p.l2CacheSize;
+  double max_ws = 16384;
+  while (max_ws < 4 * l2) max_ws *= 2;
+  DeviceBuffer buf(static_cast<std::size_t>(max_ws));
+  check(cudaFuncSetAttribute(chase<true>, cudaFuncAttributePreferredSharedMemoryCarveout, 0), "carveout");
+  std::vector<std::pair<double, ChasePoint>> raw_ca, raw_cg;
+  level_sweep<true>(options, device, l2, max_ws, buf, profile, raw_ca);
+  const Sweep& ca = profile.sweeps.back();
+  add_level_ceiling(device, "L1", "ld.global.ca", raw_ca, ca, max_ws, profile);
+  level_sweep<false>(options, device, l2, max_ws, buf, profile, raw_cg);
+  Sweep cg = profile.sweeps.back();
+  add_level_ceiling(device, "L2", "ld.global.cg", raw_cg, cg, max_ws, profile);
+  add_level_ceiling(device, device.memory_levels.back().name, "ld.global.cg", raw_cg, cg, max_ws, profile);
+  tlb_sweep(options, device, profile);
+}
+
+}  // namespace
+
+RAFTER_REGISTER_PROBE("cuda.latency", "cuda", "pointer-chase latency through L1, L2, HBM and the TLB",
+                      run_latency_probe);
+
+}  // namespace rafter::probes::cuda

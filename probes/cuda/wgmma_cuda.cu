@@ -1,0 +1,327 @@
+// cuda.tensor: tensor-core ceilings on Hopper through wgmma (sm_90a): BF16, FP16, TF32, FP8 E4M3
+// and E5M2, INT8. Each warpgroup keeps a 64x256 accumulator in registers and issues m64n256
+// wgmma on A and B tiles held in shared memory (descriptors), several warpgroups per SM, no global
+// traffic in the loop: the rate is what the tensor cores do, not what a memory system feeds them.
+// Bytes and FLOPs per launch: 2 x 64 x 256 x K per wgmma, 4 k-steps per iteration.
+#include <cuda_fp16.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda_util.hpp"
+#include "gpu_model.hpp"
+#include "wgmma_common.cuh"
+#include "wgmma_ops.cuh"
+
+namespace rafter::probes::cuda {
+namespace {
+
+enum class Op { BF16, FP16, TF32, E4M3, E5M2, S8 };
+constexpr int kKSteps = 4;
+constexpr int kMaxWarpgroups = 3;  // 3 x 128 threads x 154 registers fit one SM's register file
+constexpr int kThreads = 128 * kMaxWarpgroups;
+constexpr int kRowsA = 64, kRowsB = 256;
+constexpr int kKBytes = kKSteps * kStepBytes;  // 128 bytes of K per row
+constexpr int kSmemBytes = (kRowsA + kRowsB) * kKBytes;
+
+template <Op op>
+struct Acc {
+  using type = float;
+};
+template <>
+struct Acc<Op::S8> {
+  using type = int;
+};
+
+template <Op op>
+__device__ __forceinline__ void mma(typename Acc<op>::type (&d)[128], std::uint64_t a, std::uint64_t b) {
+  if constexpr (op == Op::BF16) wgmma::mma_bf16(d, a, b);
+  if constexpr (op == Op::FP16) wgmma::mma_fp16(d, a, b);
+  if constexpr (op == Op::TF32) wgmma::mma_tf32(d, a, b);
+  if constexpr (op == Op::E4M3) wgmma::mma_e4m3(d, a, b);
+  if constexpr (op == Op::E5M2) wgmma::mma_e5m2(d, a, b);
+  if constexpr (op == Op::S8) wgmma::mma_s8(d, a, b);
+}
+
+// a: 64 rows x 128 bytes, b: 256 rows x 128 bytes, row-major (K contiguous). Block 0 writes each
+// warpgroup's 64x256 result to out[wg]; other blocks write only if a sum is impossible, to keep
+// the work live.
+template <Op op>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_kernel(const std::uint8_t* a, const std::uint8_t* b, typename Acc<op>::type* out,
+                 long long iterations, int leading_bytes, int stride_bytes, long long* cycles) {
+  const CycleCounter counter;
+  using T = typename Acc<op>::type;
+  extern __shared__ __align__(128) std::uint8_t smem[];
+  std::uint8_t* sa = smem;
+  std::uint8_t* sb = smem + kRowsA * kKBytes;
+  for (int i = threadIdx.x; i < kRowsA * kKBytes; i += blockDim.x)
+    sa[tile_offset(i / kKBytes, i % kKBytes, kRowsA)] = a[i];
+  for (int i = threadIdx.x; i < kRowsB * kKBytes; i += blockDim.x)
+    sb[tile_offset(i / kKBytes, i % kKBytes, kRowsB)] = b[i];
+  fence_async_shared();  // ordinary stores above, read next by the tensor cores (async proxy)
+  __syncthreads();
+
+  T d[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) d[i] = 0;
+  const std::uint64_t da = make_smem_desc(sa, leading_bytes, stride_bytes);
+  const std::uint64_t db = make_smem_desc(sb, leading_bytes, stride_bytes);
+  for (long long it = 0; it < iterations; ++it) {
+    wgmma::fence();
+#pragma unroll
+    for (int s = 0; s < kKSteps; ++s)
+      mma<op>(d, da + ((s * kRowsA * kStepBytes) >> 4), db + ((s * kRowsB * kStepBytes) >> 4));
+    wgmma::commit();
+    wgmma::wait<1>();
+  }
+  wgmma::wait<0>();
+
+  const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+  if (blockIdx.x == 0) {
+#pragma unroll
+    for (int i = 0; i < 128; ++i) {
+      int row, col;
+      acc_coords(t, i, row, col);
+      out[wg * kRowsA * kRowsB + row * kRowsB + col] = d[i];
+    }
+  } else {
+    T sum = 0;
+#pragma unroll
+    for (int i = 0; i < 128; ++i) sum += d[i];
+    if (sum == T(12345)) out[0] = sum;
+  }
+  counter.stop(cycles);
+}
+
+struct OpInfo {
+  Op op;
+  const char* resource;  // precision name in machine.json
+  const char* key;       // datasheet key
+  int element_bytes;
+  const char* sass;      // instruction the SASS must hold (bench/check_sass.sh)
+};
+
+constexpr OpInfo kOps[] = {
+    {Op::BF16, "bf16", "bf16", 2, "HGMMA"}, {Op::FP16, "fp16", "fp16", 2, "HGMMA"},
+    {Op::TF32, "tf32", "tf32", 4, "HGMMA"}, {Op::E4M3, "fp8_e4m3", "fp8", 1, "QGMMA"},
+    {Op::E5M2, "fp8_e5m2", "fp8", 1, "QGMMA"}, {Op::S8, "int8", "int8", 1, "IGMMA"}};
+
+// Random operands of the op's type, never zero words, NaN/Inf excluded.
+std::vector<std::uint8_t> random_operand(Op op, int rows, std::mt19937& rng) {
+  std::vector<std::uint8_t> v(std::size_t(rows) * kKBytes);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (std::size_t i = 0; i < v.size();) {
+    if (op == Op::BF16 || op == Op::FP16 || op == Op::TF32) {
+      float f = uni(rng);
+      std::uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      if (op == Op::TF32) {
+        std::memcpy(&v[i], &bits, 4);
+        i += 4;
+        continue;
+      }
+      std::uint16_t h = op == Op::BF16 ? std::uint16_t(bits >> 16) : 0;
+      if (op == Op::FP16) {  // |f| < 1: a normal or subnormal half, rounded toward zero
+        __half hf = __float2half_rz(f);
+        std::memcpy(&h, &hf, 2);
+      }
+      std::memcpy(&v[i], &h, 2);
+      i += 2;
+      continue;
+    }
+    int x = byte(rng);
+    bool bad = (op == Op::E4M3 && (x & 0x7F) == 0x7F) || (op == Op::E5M2 && (x & 0x7C) == 0x7C);
+    if (!bad) v[i++] = std::uint8_t(x);
+  }
+  return v;
+}
+
+double element(Op op, const std::uint8_t* p) {
+  std::uint16_t h;
+  std::uint32_t w;
+  switch (op) {
+    case Op::BF16: std::memcpy(&h, p, 2); return decode_bf16(h);
+    case Op::FP16: std::memcpy(&h, p, 2); return decode_fp16(h);
+    case Op::TF32: std::memcpy(&w, p, 4); return decode_tf32(w);
+    case Op::E4M3: return decode_e4m3(*p);
+    case Op::E5M2: return decode_e5m2(*p);
+    case Op::S8: return double(static_cast<std::int8_t>(*p));
+  }
+  return 0;
+}
+
+// D = iterations x A B^T for each warpgroup, in float64.
+std::vector<double> reference(const OpInfo& info, const std::vector<std::uint8_t>& a,
+                              const std::vector<std::uint8_t>& b, long long iterations) {
+  int k = kKBytes / info.element_bytes;
+  std::vector<double> one(std::size_t(kRowsA) * kRowsB);
+  for (int m = 0; m < kRowsA; ++m)
+    for (int n = 0; n < kRowsB; ++n) {
+      double s = 0;
+      for (int j = 0; j < k; ++j)
+        s += element(info.op, &a[m * kKBytes + j * info.element_bytes]) *
+             element(info.op, &b[n * kKBytes + j * info.element_bytes]);
+      one[m * kRowsB + n] = s * double(iterations);
+    }
+  std::vector<double> all;
+  for (int w = 0; w < kMaxWarpgroups; ++w) all.insert(all.end(), one.begin(), one.end());
+  return all;
+}
+
+// One launch's arguments.
+struct Launch {
+  const DeviceBuffer *a, *b, *out, *cycles;
+  int blocks, warpgroups;
+  long long iterations;
+  int lbo, sbo;
+};
+
+template <Op op>
+void launch(const Launch& l, cudaStream_t stream) {
+  using T = typename Acc<op>::type;
+  wgmma_kernel<op><<<l.blocks, 128 * l.warpgroups, kSmemBytes, stream>>>(
+      l.a->get<std::uint8_t>(), l.b->get<std::uint8_t>(), l.out->get<T>(), l.iterations, l.lbo, l.sbo,
+      l.cycles->get<long long>());
+  check_launch("wgmma_kernel");
+}
+
+void launch_op(Op op, const Launch& l, cudaStream_t s) {
+  switch (op) {
+    case Op::BF16: return launch<Op::BF16>(l, s);
+    case Op::FP16: return launch<Op::FP16>(l, s);
+    case Op::TF32: return launch<Op::TF32>(l, s);
+    case Op::E4M3: return launch<Op::E4M3>(l, s);
+    case Op::E5M2: return launch<Op::E5M2>(l, s);
+    case Op::S8: return launch<Op::S8>(l, s);
+  }
+}
+
+std::vector<double> read_output(Op op, const DeviceBuffer& out) {
+  std::size_t n = std::size_t(kMaxWarpgroups) * kRowsA * kRowsB;
+  std::vector<double> r(n);
+  if (op == Op::S8) {
+    std::vector<int> h(n);
+    check(cudaMemcpy(h.data(), out.get(), n * 4, cudaMemcpyDeviceToHost), "copy wgmma output");
+    for (std::size_t i = 0; i < n; ++i) r[i] = h[i];
+  } else {
+    std::vector<float> h(n);
+    check(cudaMemcpy(h.data(), out.get(), n * 4, cudaMemcpyDeviceToHost), "copy wgmma output");
+    for (std::size_t i = 0; i < n; ++i) r[i] = h[i];
+  }
+  return r;
+}
+
+// Runs a short launch on fresh random data, poisoned output first, and compares with the float64
+// reference. Tries the two readings of the descriptor's byte offsets; returns the one that passes.
+CheckResult check_op(const OpInfo& info, int& lbo, int& sbo, unsigned seed) {
+  std::mt19937 rng(seed);
+  auto ha = random_operand(info.op, kRowsA, rng), hb = random_operand(info.op, kRowsB, rng);
+  DeviceBuffer a(ha.size()), b(hb.size()), out(std::size_t(kMaxWarpgroups) * kRowsA * kRowsB * 4), cycles(8);
+  check(cudaMemcpy(a.get(), ha.data(), ha.size(), cudaMemcpyHostToDevice), "copy A");
+  check(cudaMemcpy(b.get(), hb.data(), hb.size(), cudaMemcpyHostToDevice), "copy B");
+  const long long iterations = 3;
+  auto want = reference(info, ha, hb, iterations);
+  // FP8 wgmma accumulates with fewer mantissa bits than FP32 (seen here: relative error 2e-4 to
+  // 4e-4 on random E4M3/E5M2 over K = 128; DeepSeek-V3's report measures about 14 bits).
+  const bool fp8 = info.op == Op::E4M3 || info.op == Op::E5M2;
+  double tolerance = info.op == Op::S8 ? 0 : info.op == Op::TF32 ? 1e-3 : fp8 ? 2e-3 : 1e-5;
+  CheckResult best;
+  best.error = 1e30;
+  for (auto [l, s] : {std::pair{128, 256}, std::pair{256, 128}}) {
+    check(cudaMemset(out.get(), 0xFF, out.bytes()), "poison output");  // NaN / -1 everywhere
+    launch_op(info.op, Launch{&a, &b, &out, &cycles, 2, kMaxWarpgroups, iterations, l, s}, nullptr);
+    check(cudaDeviceSynchronize(), "wgmma check");
+    CheckResult r = compare(read_output(info.op, out), want, tolerance);
+    if (r.error < best.error) {
+      best = r;
+      lbo = l;
+      sbo = s;
+    }
+    if (r.pass) break;
+  }
+  return best;
+}
+
+// Times one op with `wgs` warpgroups per SM, about 10 ms per launch at the datasheet rate: long
+// enough for the clock to settle under load.
+Measurement time_op(const OpInfo& info, int wgs, int blocks, int lbo, int sbo, const DeviceBuffer& a,
+                    const DeviceBuffer& b, const DeviceBuffer& out, const ProbeOptions& options,
+                    const Device& device, long long& iterations) {
+  DeviceBuffer cycles(8);
+  const double k_elems = double(kKBytes) / info.element_bytes;
+  const double flop_per_iteration = 2.0 * kRowsA * kRowsB * k_elems * wgs * blocks;
+  auto peak = compute_datasheet(9, 0, info.key, blocks, 1.98e9);
+  iterations = (long long)(0.010 * (peak ? peak->value : 1e15) / flop_per_iteration);
+  if (options.quick) iterations /= 4;
+  Measurement m;
+  m.kind = CeilingKind::Compute;
+  m.resource = info.resource;
+  m.operation = "mma";
+  m.isa = "wgmma";
+  m.unit = info.op == Op::S8 ? "OP/s" : "FLOP/s";
+  m.work_per_launch = flop_per_iteration * double(iterations);
+  const Launch l{&a, &b, &out, &cycles, blocks, wgs, iterations, lbo, sbo};
+  m.timing = gpu::time_launches([&](void* s) { launch_op(info.op, l, cudaStream_t(s)); },
+                                timing_options(options, device, false));
+  m.sm_cycles_per_launch = read_cycles(cycles);
+  return m;
+}
+
+void run_tensor_probe(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
+  const int dev = device_index(device);
+  check(cudaSetDevice(dev), "cudaSetDevice");
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+  if (p.major != 9) {
+    profile.conditions["cuda.tensor." + device.id] = "skipped: wgmma needs sm_90a (Hopper)";
+    return;
+  }
+  for (const OpInfo& info : kOps) {
+    int lbo = 128, sbo = 256;
+    CheckResult chk = check_op(info, lbo, sbo, 1234u + unsigned(info.op));
+    std::mt19937 rng(99u + unsigned(info.op));
+    auto ha = random_operand(info.op, kRowsA, rng), hb = random_operand(info.op, kRowsB, rng);
+    DeviceBuffer a(ha.size()), b(hb.size()), out(std::size_t(kMaxWarpgroups) * kRowsA * kRowsB * 4);
+    check(cudaMemcpy(a.get(), ha.data(), ha.size(), cudaMemcpyHostToDevice), "copy A");
+    check(cudaMemcpy(b.get(), hb.data(), hb.size(), cudaMemcpyHostToDevice), "copy B");
+    const int blocks = p.multiProcessorCount;
+    // The ceiling is the better of 2 and 3 warpgroups per SM; both are recorded.
+    nlohmann::json tried = nlohmann::json::object();
+    Measurement best;
+    int best_wgs = 0;
+    long long best_iterations = 0;
+    for (int wgs : {2, 3}) {
+      long long iterations = 0;
+      Measurement m = time_op(info, wgs, blocks, lbo, sbo, a, b, out, options, device, iterations);
+      double rate = m.work_per_launch / m.timing.seconds.median;
+      tried[std::to_string(wgs)] = rate;
+      if (best_wgs == 0 || rate > best.work_per_launch / best.timing.seconds.median) {
+        best = m;
+        best_wgs = wgs;
+        best_iterations = iterations;
+      }
+    }
+    const int k = kKBytes / info.element_bytes / kKSteps;
+    nlohmann::json params = {
+        {"instruction", "wgmma.mma_async m64n256k" + std::to_string(k)}, {"sass", info.sass},
+        {"warpgroups_per_sm", best_wgs}, {"rate_by_warpgroups_per_sm", tried}, {"blocks", blocks},
+        {"iterations", best_iterations},
+        {"operands", "shared memory (descriptors, no swizzle), random data"},
+        {"descriptor_leading_bytes", lbo}, {"descriptor_stride_bytes", sbo}, {"check", chk.to_json()}};
+    Ceiling c = make_ceiling(device, "cuda.tensor", best, params);
+    attach_datasheet(c, compute_datasheet(p.major, p.minor, info.key, blocks, c.frequency_hz));
+    if (!chk.pass) c.flag = "check_failed";
+    profile.ceilings.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+RAFTER_REGISTER_PROBE("cuda.tensor", "cuda",
+                      "tensor-core FLOP/s per precision through wgmma (bf16, fp16, tf32, fp8, int8)",
+                      run_tensor_probe);
+
+}  // namespace rafter::probes::cuda

@@ -1,0 +1,156 @@
+// rafter probe / topology end to end: one quick CPU characterization (shared by the physics
+// checks), and bad input — unknown option, device or ISA, unwritable path, a working set larger
+// than memory — giving one line on stderr, exit 2 and no output file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "rafter/collector/json_io.hpp"
+#include "rafter/collector/machine_profile.hpp"
+#include "run_cli.hpp"
+
+using rafter::testing::run_rafter;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct QuickRun {
+  rafter::testing::CliResult result;
+  nlohmann::json json;
+};
+
+// The quick probe runs once for the whole test program (it is the slow part of the suite).
+const QuickRun& quick_run() {
+  static const QuickRun run = [] {
+    QuickRun r;
+    const fs::path dir = rafter::testing::make_temp_dir("probe");
+    const fs::path out = dir / "machine.json";
+    r.result = run_rafter({"probe", "--device", "cpu", "--quick", "-o", out.string()});
+    if (fs::exists(out)) r.json = rafter::read_json_file(out);
+    fs::remove_all(dir);
+    return r;
+  }();
+  return run;
+}
+
+const rafter::Ceiling* find(const rafter::MachineProfile& p, rafter::CeilingKind kind,
+                            const std::string& level, const std::string& op, const std::string& scope) {
+  for (const auto& c : p.ceilings)
+    if (c.kind == kind && c.resource == level && c.operation == op && c.scope == scope) return &c;
+  return nullptr;
+}
+
+void expect_bad_input(const std::vector<std::string>& args, const std::string& mentions) {
+  const fs::path dir = rafter::testing::make_temp_dir("bad");
+  std::vector<std::string> full = args;
+  const bool has_output = std::find(args.begin(), args.end(), "-o") != args.end();
+  if (!has_output) {
+    full.push_back("-o");
+    full.push_back((dir / "m.json").string());
+  }
+  const auto r = run_rafter(full);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("rafter: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(dir)) << "something was written";
+  fs::remove_all(dir);
+}
+
+void expect_physics(const rafter::MachineProfile& p);
+
+}  // namespace
+
+// One test for the whole quick run: ctest runs every test in its own process, so splitting this
+// would probe the machine once per test.
+TEST(ProbeCli, QuickRunIsValidAndPhysical) {
+  const auto& r = quick_run();
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  const auto p = rafter::machine_profile_from_json(r.json);
+  ASSERT_EQ(p.devices.size(), 1u);
+  EXPECT_EQ(p.devices[0].id, "cpu");
+  EXPECT_EQ(p.devices[0].counters.find("available") != std::string::npos, true);
+  EXPECT_FALSE(p.sweeps.empty());
+  EXPECT_TRUE(r.json["topology"].contains("caches"));
+  EXPECT_NE(r.result.out.find("bandwidth"), std::string::npos);  // the console table
+  for (const auto& c : p.ceilings) {
+    EXPECT_GT(c.figure.value, 0) << c.id();
+    EXPECT_GE(c.figure.stats.samples, 3u) << c.id();
+    EXPECT_LE(c.figure.stats.min, c.figure.value) << c.id();
+    EXPECT_GE(c.figure.stats.max, c.figure.value) << c.id();
+    EXPECT_GT(c.frequency_hz, 0) << c.id();
+    EXPECT_FALSE(c.isa.empty()) << c.id();
+  }
+  expect_physics(p);
+}
+
+namespace {
+
+// L1 bandwidth > L2 > DRAM; latency grows outward; FP64 present; absent precisions absent.
+void expect_physics(const rafter::MachineProfile& p) {
+  using K = rafter::CeilingKind;
+  const auto* l1 = find(p, K::Bandwidth, "L1", "load", "core");
+  const auto* l2 = find(p, K::Bandwidth, "L2", "load", "core");
+  const auto* dram = find(p, K::Bandwidth, "DRAM", "load", "core");
+  ASSERT_TRUE(l1 && l2 && dram);
+  EXPECT_GT(l1->figure.value, l2->figure.value);
+  EXPECT_GT(l2->figure.value, dram->figure.value);
+  const auto* lat1 = find(p, K::Latency, "L1", "chase", "core");
+  const auto* lat2 = find(p, K::Latency, "L2", "chase", "core");
+  const auto* latd = find(p, K::Latency, "DRAM", "chase", "core");
+  ASSERT_TRUE(lat1 && lat2 && latd);
+  EXPECT_LT(lat1->figure.value, lat2->figure.value);
+  EXPECT_LT(lat2->figure.value, latd->figure.value);
+  EXPECT_GT(lat1->params.at("cycles").get<double>(), 1.0);  // no load takes under one cycle
+  // Compute: FP64 measured; a precision the CPU lacks is absent, never a 0 FLOP/s ceiling.
+  EXPECT_NE(p.best("cpu", rafter::CeilingKind::Compute, "fp64", "core"), nullptr);
+  const auto absent = p.devices[0].properties.at("precisions_absent");
+  for (const auto& prec : absent) {
+    for (const auto& c : p.ceilings)
+      EXPECT_FALSE(c.kind == rafter::CeilingKind::Compute && c.resource == prec.get<std::string>()) << prec;
+  }
+  for (const auto& c : p.ceilings)
+    if (c.datasheet_value) {
+      EXPECT_FALSE(c.datasheet_basis.empty());
+      EXPECT_TRUE(c.datasheet_ratio.has_value());
+    }
+}
+
+}  // namespace
+
+TEST(ProbeCli, ListShowsTheProbes) {
+  const auto r = run_rafter({"probe", "--list"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* name : {"cpu.bandwidth", "cpu.latency", "cpu.compute"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+TEST(ProbeCli, BadInputIsOneLineExitTwoAndNothingWritten) {
+  expect_bad_input({"probe", "--device", "cpu", "--no-such-option"}, "no-such-option");
+  expect_bad_input({"probe", "--device", "tpu"}, "tpu");
+  expect_bad_input({"probe", "--device", "cpu", "--isa", "avx1024"}, "avx1024");
+  expect_bad_input({"probe", "--device", "cpu", "--max-working-set", "1000000G"}, "memory");
+  expect_bad_input({"probe", "--device", "cpu", "--max-working-set", "lots"}, "lots");
+  expect_bad_input({"probe", "--device", "cpu", "--threads", "100000"}, "threads");
+  expect_bad_input({"probe", "--device", "cpu", "--filter", "(["}, "filter");
+  expect_bad_input({"probe", "--device", "cpu", "-o", "/nonexistent-dir/m.json"}, "/nonexistent-dir");
+}
+
+TEST(ProbeCli, CudaWithoutGpuIsOneLineExitTwo) {
+  const auto r = run_rafter({"probe", "--device", "cuda", "-o", "/tmp/rafter-never-written.json"});
+  if (r.exit_code == 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(r.exit_code, 2);
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("GPU"), std::string::npos) << r.err;
+}
+
+TEST(TopologyCli, TableAndJson) {
+  const auto table = run_rafter({"topology"});
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("L1"), std::string::npos);
+  const auto json = run_rafter({"topology", "--json"});
+  ASSERT_EQ(json.exit_code, 0);
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_GE(j.at("cores").get<int>(), 1);
+}

@@ -1,0 +1,137 @@
+// `rafter profile` end to end: listing, plans in three formats, a real CPU run with run.json, and
+// bad input (one line, exit 2, no output file).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "rafter/collector/run_record.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result rafter_cmd(const std::string& args) {
+  const fs::path err_path = fs::temp_directory_path() / ("rafter_profile_err_" + std::to_string(::getpid()));
+  const std::string cmd = std::string(RAFTER_BINARY) + " " + args + " 2>" + err_path.string();
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  fs::remove(err_path);
+  return r;
+}
+
+fs::path temp_dir() {
+  const fs::path d = fs::temp_directory_path() / ("rafter_profile_cli_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+void expect_bad_input(const std::string& args, const std::string& mention) {
+  const fs::path out = temp_dir() / "never.json";
+  const Result r = rafter_cmd(args + " -o " + out.string());
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+  EXPECT_EQ(r.err.rfind("rafter: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(mention), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << args;
+}
+
+}  // namespace
+
+TEST(ProfileCli, ListsOperatorsBackendsModels) {
+  const Result r = rafter_cmd("profile --list");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"gemm", "attention_prefill", "gla_chunked", "quantize", "all_reduce", "cpu.onednn",
+                        "cpu.native", "llama2-70b", "gla-1.3b", "nvfp4"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST(ProfileCli, PlanAsTableJsonAndCsv) {
+  Result r = rafter_cmd("profile --plan --model llama2-70b --phase train --tp 8 --zero 1 --dp 4 --precision fp8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("total:"), std::string::npos);
+  EXPECT_NE(r.out.find("tp_all_reduce"), std::string::npos);
+  EXPECT_NE(r.out.find("fp8_e4m3"), std::string::npos);
+  r = rafter_cmd("profile --plan --model llama2-7b --phase decode --kv-len 4096 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto run = rafter::run_from_json(nlohmann::json::parse(r.out));
+  EXPECT_GT(run.records.size(), 10u);
+  for (const auto& rec : run.records) EXPECT_EQ(rec.status, rafter::RecordStatus::Planned);
+  r = rafter_cmd("profile --plan --model gla-1.3b --phase prefill --csv");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("label,operator,phase,shape,precision,count", 0), 0u);
+  EXPECT_NE(r.out.find("gla_chunked"), std::string::npos);
+}
+
+TEST(ProfileCli, UserModelFile) {
+  const fs::path f = temp_dir() / "mini.json";
+  std::ofstream(f) << R"({"name": "mini", "hidden": 256, "heads": 4, "kv_heads": 4, "head_dim": 64,
+                          "ffn": 512, "layers": 2, "vocab": 1000})";
+  const Result r = rafter_cmd("profile --plan --model-file " + f.string() + " --phase prefill --seq 128");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("mini"), std::string::npos);
+}
+
+TEST(ProfileCli, SingleOperatorRunWritesRunJson) {
+  const fs::path out = temp_dir() / "gemm.json";
+  const Result r = rafter_cmd("profile --op gemm --dtype bf16 --m 64 --n 64 --k 128 --quick --warm-cache -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("cpu.onednn"), std::string::npos);
+  std::ifstream in(out);
+  const auto run = rafter::run_from_json(nlohmann::json::parse(in));
+  ASSERT_EQ(run.records.size(), 1u);
+  EXPECT_EQ(run.records[0].status, rafter::RecordStatus::Ok);
+  EXPECT_TRUE(run.records[0].check.passed);
+  EXPECT_TRUE(run.records[0].time.has_value());
+}
+
+TEST(ProfileCli, ModelRunOnCpuListsNoBackendRecords) {
+  const fs::path out = temp_dir() / "decode.json";
+  const Result r = rafter_cmd("profile --device cpu --model llama2-7b --phase decode --kv-len 64 --tp 2 --quick "
+                              "--warm-cache --filter 'rmsnorm|residual|rope|tp_all_reduce' -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("no_backend"), std::string::npos);  // the TP all-reduces: listed, not run
+  std::ifstream in(out);
+  const auto run = rafter::run_from_json(nlohmann::json::parse(in));
+  int ok = 0, nb = 0;
+  for (const auto& rec : run.records) {
+    ok += rec.status == rafter::RecordStatus::Ok;
+    nb += rec.status == rafter::RecordStatus::NoBackend;
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_EQ(nb, 2);
+}
+
+TEST(ProfileCli, BadInputIsOneLineAndExitTwo) {
+  expect_bad_input("profile --plan --model llama9", "llama9");
+  expect_bad_input("profile --op gemmm", "gemmm");
+  expect_bad_input("profile --plan --model llama2-7b --phase serve", "serve");
+  expect_bad_input("profile --plan --model llama2-7b --precision fp3", "fp3");
+  expect_bad_input("profile --op gemm --dtype fp7", "fp7");
+  expect_bad_input("profile --plan --model llama2-70b --tp 3", "--tp 3");
+  expect_bad_input("profile --op gemm --shape m=abc", "abc");
+  expect_bad_input("profile --op gemm --dtype fp32 --m 1048576 --n 1048576 --k 65536", "GiB");
+  const fs::path broken = temp_dir() / "broken.json";
+  std::ofstream(broken) << R"({"name": "broken", "hidden": 4096, "heads": 32, "kv_heads": 32,
+                              "ffn": 11008, "layers": 32, "vocab": 32000})";
+  expect_bad_input("profile --plan --model-file " + broken.string(), "head_dim");
+  std::ofstream(broken) << "{ not json";
+  expect_bad_input("profile --plan --model-file " + broken.string(), "broken.json");
+  expect_bad_input("profile --plan", "--model");
+}

@@ -1,0 +1,72 @@
+// The CPU kernels against references on random data (outputs poisoned first), for every ISA this
+// CPU has: the load checksum, store/nt_store values, copy and triad results, and every compute
+// kernel's exact result. ISAs the CPU lacks are skipped, never run.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "../../probes/cpu/kernels.hpp"
+#include "../../probes/cpu/stream_check.hpp"
+#include "../../probes/cpu/thread_team.hpp"
+#include "rafter/collector/error.hpp"
+
+using namespace rafter::probes::cpu;
+
+TEST(CpuKernels, StreamKernelsMatchTheReferenceOnEveryIsaPresent) {
+  int checked = 0;
+  for (const std::string& isa : kernel_isas()) {
+    if (!cpu_has_isa(cpu_features(), isa)) continue;
+    for (std::size_t n : {64u, 4096u, 64u * 1000u})
+      EXPECT_EQ(check_stream_kernels(stream_kernels(isa), n), "") << isa;
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);  // scalar at least
+}
+
+TEST(CpuKernels, LoadChecksumIsTheXorOfAllWords) {
+  AlignedBuffer a(4096 * sizeof(double), false);
+  std::mt19937_64 rng(7);
+  std::uint64_t want = 0;
+  for (std::size_t i = 0; i < 4096; ++i) {
+    const std::uint64_t w = rng();
+    std::memcpy(a.data() + i, &w, sizeof w);
+    want ^= w;
+  }
+  for (const std::string& isa : kernel_isas()) {
+    if (!cpu_has_isa(cpu_features(), isa)) continue;
+    EXPECT_EQ(stream_kernels(isa).load(a.data(), 4096, 1), want) << isa;
+    EXPECT_EQ(stream_kernels(isa).load(a.data(), 4096, 2), 0u) << isa;  // XOR twice cancels
+  }
+}
+
+TEST(CpuKernels, ComputeKernelsGiveTheExactResult) {
+  int checked = 0;
+  for (const ComputeKernel& k : compute_kernels()) {
+    if (!k.present(cpu_features())) continue;
+    for (std::int64_t it : {64, 1000, 100000})
+      EXPECT_EQ(check_compute_kernel(k, it), "") << k.precision << " " << k.isa;
+    EXPECT_GT(k.flops_per_iteration, 0);
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);  // scalar fp64 and fp32 at least
+}
+
+TEST(CpuKernels, FlopsPerIterationFollowFromWidthAndAccumulators) {
+  for (const ComputeKernel& k : compute_kernels()) {
+    const int element_bits = k.precision == "fp64" ? 64 : k.precision == "fp32" ? 32 : 0;
+    if (element_bits == 0 || k.operation == "dot") continue;
+    const int lanes = std::max(1, k.vector_bits / element_bits);
+    EXPECT_DOUBLE_EQ(k.flops_per_iteration, 2.0 * lanes * k.accumulators) << k.precision << " " << k.isa;
+  }
+}
+
+TEST(CpuKernels, UnknownIsaIsAnInputError) {
+  EXPECT_THROW(stream_kernels("avx1024"), rafter::InputError);
+  EXPECT_THROW(cpu_has_isa(cpu_features(), "neon"), rafter::InputError);
+}
+
+TEST(CpuKernels, WidestIsaIsPresentAndScalarAlwaysIs) {
+  EXPECT_TRUE(cpu_has_isa(cpu_features(), widest_isa(cpu_features())));
+  EXPECT_TRUE(cpu_has_isa(cpu_features(), "scalar"));
+}

@@ -1,0 +1,165 @@
+// CUDA characterization without a GPU: datasheet derivation per SM per clock, level naming from
+// device properties, plateau windows, and `rafter probe --device cuda` failing cleanly (exit 2, one
+// line) where there is no GPU. Tests that need a GPU skip when none is present.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#ifdef RAFTER_HAVE_CUDA
+#include "../../probes/cuda/gpu_model.hpp"
+#include "rafter/collector/gpu_timing.hpp"
+#endif
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;
+};
+
+Outcome run(const std::string& args) {
+  Outcome o;
+  std::string cmd = std::string(RAFTER_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return o;
+  std::array<char, 512> buf{};
+  while (fgets(buf.data(), int(buf.size()), p)) o.output += buf.data();
+  int status = pclose(p);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+bool gpu_present() {
+#ifdef RAFTER_HAVE_CUDA
+  return rafter::gpu::device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+TEST(ProbeCudaCli, NoGpuExitsTwoWithOneLine) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present";
+  Outcome o = run("probe --device cuda -o /tmp/rafter-test-cuda-machine.json");
+  EXPECT_EQ(o.exit_code, 2);
+  ASSERT_FALSE(o.output.empty());
+  EXPECT_EQ(o.output.find('\n'), o.output.size() - 1) << o.output;  // exactly one line
+  EXPECT_EQ(o.output.rfind("rafter: error:", 0), 0u) << o.output;
+}
+
+TEST(ProbeCudaCli, NoGpuNamedIndexExitsTwo) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present";
+  Outcome o = run("probe --device cuda:3 -o /tmp/rafter-test-cuda-machine.json");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.output.find('\n'), o.output.size() - 1) << o.output;
+}
+
+#ifdef RAFTER_HAVE_CUDA
+using namespace rafter::probes::cuda;
+
+// H100 SXM (132 SMs): the whitepaper's dense peaks follow from the per-SM rates at its clocks.
+TEST(GpuDatasheet, HopperPeaksFollowFromPerSmRates) {
+  auto bf16 = compute_datasheet(9, 0, "bf16", 132, 1.83e9);
+  ASSERT_TRUE(bf16);
+  EXPECT_NEAR(bf16->value, 989.4e12, 0.5e12);  // 4 tensor cores x 1024 FLOP/clk
+  EXPECT_NEAR(compute_datasheet(9, 0, "fp8", 132, 1.83e9)->value, 1978.9e12, 1e12);
+  EXPECT_NEAR(compute_datasheet(9, 0, "tf32", 132, 1.83e9)->value, 494.7e12, 0.5e12);
+  EXPECT_NEAR(compute_datasheet(9, 0, "fp32", 132, 1.98e9)->value, 66.9e12, 0.1e12);
+  EXPECT_NEAR(compute_datasheet(9, 0, "fp64", 132, 1.98e9)->value, 33.45e12, 0.1e12);
+  EXPECT_NEAR(compute_datasheet(9, 0, "fp64_tensor", 132, 1.98e9)->value, 66.9e12, 0.1e12);
+  EXPECT_NE(bf16->basis.find("132 SMs"), std::string::npos);
+  EXPECT_NE(bf16->basis.find("measured"), std::string::npos);
+}
+
+TEST(GpuDatasheet, ScalesLinearlyWithClockAndSms) {
+  double a = compute_datasheet(9, 0, "int8", 132, 1.5e9)->value;
+  double b = compute_datasheet(9, 0, "int8", 66, 3.0e9)->value;
+  EXPECT_DOUBLE_EQ(a, b);
+}
+
+TEST(GpuDatasheet, AbsentUnitsHaveNoFigure) {
+  EXPECT_FALSE(compute_datasheet(9, 0, "fp4", 132, 1.8e9));  // no FP4 tensor cores on sm_90
+  EXPECT_FALSE(compute_datasheet(8, 0, "fp8", 108, 1.4e9));  // nor FP8 on sm_80
+  EXPECT_FALSE(compute_datasheet(7, 5, "bf16", 40, 1.5e9));  // not in the table
+  EXPECT_FALSE(compute_datasheet(9, 0, "bf16", 132, 0));     // no clock reading
+}
+
+TEST(GpuDatasheet, MemoryAndLinks) {
+  // H100 SXM HBM3: 2619 MHz x 2 x 5120 bits = 3.35 TB/s.
+  EXPECT_NEAR(device_memory_datasheet(2619e6, 5120)->value, 3.352e12, 0.005e12);
+  EXPECT_FALSE(device_memory_datasheet(0, 5120));
+  EXPECT_NEAR(shared_memory_datasheet(132, 1.98e9).value, 33.45e12, 0.01e12);
+  EXPECT_NEAR(pcie_datasheet(5, 16)->value, 63.0e9, 0.1e9);  // 32 GT/s x 16 x 128/130 / 8
+  EXPECT_NEAR(pcie_datasheet(4, 16)->value, 31.5e9, 0.1e9);
+  EXPECT_FALSE(pcie_datasheet(0, 16));
+}
+
+TEST(GpuDatasheet, AttachFlagsAboveAndBelow) {
+  rafter::Ceiling c;
+  c.figure.value = 110;
+  attach_datasheet(c, Datasheet{100, "test"});
+  EXPECT_EQ(c.flag, "above_datasheet");
+  ASSERT_TRUE(c.datasheet_ratio);
+  EXPECT_DOUBLE_EQ(*c.datasheet_ratio, 1.1);
+  c.figure.value = 50;
+  attach_datasheet(c, Datasheet{100, "test"});
+  EXPECT_EQ(c.flag, "below_60pct_datasheet");
+}
+
+GpuMemorySizes h100() {
+  GpuMemorySizes s;
+  s.cc_major = 9;
+  s.sms = 132;
+  s.shared_per_sm_bytes = 233472;
+  s.l2_bytes = 50.0 * (1 << 20);
+  s.device_memory_bytes = 80.0 * (1ull << 30);
+  s.bus_width_bits = 5120;
+  return s;
+}
+
+TEST(GpuLevels, NamedFromDeviceProperties) {
+  auto levels = gpu_memory_levels(h100());
+  ASSERT_EQ(levels.size(), 4u);
+  EXPECT_EQ(levels[0].name, "shared");
+  EXPECT_EQ(levels[1].name, "L1");
+  EXPECT_EQ(levels[2].name, "L2");
+  EXPECT_EQ(levels[3].name, "HBM");
+  EXPECT_DOUBLE_EQ(levels[0].size_bytes, 233472);
+  EXPECT_DOUBLE_EQ(levels[1].size_bytes, 256.0 * 1024);
+  EXPECT_DOUBLE_EQ(levels[2].size_bytes, 50.0 * (1 << 20));
+  GpuMemorySizes gddr = h100();
+  gddr.bus_width_bits = 384;
+  EXPECT_EQ(gpu_memory_levels(gddr).back().name, "DRAM");
+}
+
+TEST(GpuLevels, PlateauWindowsSitInsideEachLevel) {
+  auto levels = gpu_memory_levels(h100());
+  auto l1 = plateau_window(levels, "L1"), l2 = plateau_window(levels, "L2"),
+       hbm = plateau_window(levels, "HBM");
+  ASSERT_TRUE(l1 && l2 && hbm);
+  EXPECT_DOUBLE_EQ(l1->high_bytes, 128.0 * 1024);
+  EXPECT_DOUBLE_EQ(l2->low_bytes, 512.0 * 1024);
+  EXPECT_DOUBLE_EQ(l2->high_bytes, 25.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(hbm->low_bytes, 100.0 * (1 << 20));
+  EXPECT_FALSE(plateau_window(levels, "L3"));
+}
+
+TEST(GpuLevels, PlateauIsTheMedianPointInTheWindow) {
+  std::vector<rafter::SweepPoint> pts;
+  for (double ws : {1e3, 2e3, 4e3, 8e3, 16e3}) {
+    rafter::SweepPoint p;
+    p.working_set_bytes = ws;
+    p.figure.value = ws < 5e3 ? 10.0 + ws / 1e3 : 2.0;
+    pts.push_back(p);
+  }
+  auto p = find_plateau(pts, Window{0, 4.5e3});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->points, 3);
+  EXPECT_DOUBLE_EQ(p->point.figure.value, 12.0);
+  EXPECT_NEAR(p->spread, 3.0 / 12.0, 1e-12);
+  EXPECT_FALSE(find_plateau(pts, Window{1e6, 2e6}));
+}
+#endif
+
+}  // namespace

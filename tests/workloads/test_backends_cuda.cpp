@@ -1,0 +1,82 @@
+// The CUDA backends' coverage (no GPU needed): which catalogue instances each runs, that an
+// instance with no GPU backend is reported NoBackend (never timed on the CPU), and that
+// `rafter profile --device cuda` on a machine without a GPU says so in one line and exits 2.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "rafter/workloads/backend.hpp"
+
+#if RAFTER_HAVE_CUDA
+#include "rafter/collector/gpu_timing.hpp"
+
+using namespace rafter::workloads;
+
+namespace {
+OpInstance instance(std::string op, std::string precision, Shape shape, std::string phase = "fwd") {
+  OpInstance i;
+  i.op = std::move(op), i.precision = std::move(precision), i.shape = std::move(shape), i.phase = std::move(phase);
+  return i;
+}
+std::string backend_for(const OpInstance& i) {
+  const Backend* b = BackendRegistry::instance().find("cuda", i);
+  return b ? b->name() : "none";
+}
+}  // namespace
+
+TEST(BackendsCuda, GemmPrecisionsRunOnCublasLt) {
+  Shape s{{"m", 4096}, {"n", 4096}, {"k", 4096}, {"batch", 1}};
+  for (const char* p : {"bf16", "fp16", "tf32", "fp32", "fp64", "int8", "fp8_e4m3", "fp8_e4m3_e5m2", "fp8_e5m2_e4m3"})
+    for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
+      EXPECT_EQ(backend_for(instance("gemm", p, s, phase)), "cuda.cublaslt") << p << " " << phase;
+  EXPECT_EQ(backend_for(instance("gemm", "fp8_e5m2", s)), "none");  // no E5M2×E5M2 in cuBLASLt
+  EXPECT_EQ(backend_for(instance("gemm", "nvfp4", s)), "none");     // later issue
+  Shape odd{{"m", 16}, {"n", 4096}, {"k", 4100}, {"batch", 1}};
+  EXPECT_EQ(backend_for(instance("gemm", "fp8_e4m3", odd)), "none");  // k not a multiple of 16
+}
+
+TEST(BackendsCuda, MemoryBoundOperatorsRunOnOurKernelsInBf16) {
+  EXPECT_EQ(backend_for(instance("rmsnorm", "bf16", {{"tokens", 16384}, {"hidden", 4096}}, "bwd")), "cuda.native");
+  EXPECT_EQ(backend_for(instance("swiglu", "bf16", {{"tokens", 16384}, {"ffn", 11008}})), "cuda.native");
+  EXPECT_EQ(backend_for(instance("cross_entropy", "bf16", {{"tokens", 16384}, {"vocab", 32000}}, "bwd")),
+            "cuda.native");
+  EXPECT_EQ(backend_for(instance("adamw", "bf16", {{"params", 1 << 20}}, "step")), "cuda.native");
+  EXPECT_EQ(backend_for(instance("rmsnorm", "fp32", {{"tokens", 16}, {"hidden", 64}})), "none");
+  Shape attn{{"batch", 1}, {"seq", 4096}, {"kv_seq", 4096}, {"heads", 32}, {"kv_heads", 32}, {"head_dim", 128}};
+  EXPECT_EQ(backend_for(instance("attention_qk", "bf16", attn)), "cuda.cublaslt");
+  EXPECT_EQ(backend_for(instance("attention_pv", "bf16", attn)), "cuda.cublaslt");
+  attn["causal"] = 1;
+  EXPECT_EQ(backend_for(instance("attention_softmax", "bf16", attn)), "cuda.native");
+  EXPECT_EQ(backend_for(instance("attention_prefill", "bf16", attn)), "cuda.unfused");
+  EXPECT_EQ(backend_for(instance("attention_backward", "bf16", attn, "bwd")), "none");  // fused: later issue
+}
+
+TEST(BackendsCuda, NoGpuBackendMeansNoBackendNeverCpu) {
+  ExecContext ctx;
+  ctx.device = "cuda:0";
+  auto r = profile_instance(instance("gemm", "nvfp4", {{"m", 64}, {"n", 64}, {"k", 64}, {"batch", 1}}), ctx, {});
+  EXPECT_EQ(r.status, rafter::RecordStatus::NoBackend);
+  EXPECT_TRUE(r.backend.empty() || r.backend.rfind("cuda", 0) == 0);
+  EXPECT_FALSE(r.time.has_value());
+}
+
+TEST(BackendsCuda, ProfileOnCudaWithoutGpuSaysSoAndExits2) {
+  if (rafter::gpu::device_count() > 0) GTEST_SKIP() << "a GPU is present";
+  std::string cmd = std::string(RAFTER_BINARY) + " profile --device cuda --op rmsnorm 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  std::array<char, 256> buf{};
+  while (fgets(buf.data(), buf.size(), pipe)) out += buf.data();
+  int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+  EXPECT_NE(out.find("rafter: error:"), std::string::npos) << out;
+  EXPECT_NE(out.find("GPU"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+
+#else
+TEST(BackendsCuda, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+#endif

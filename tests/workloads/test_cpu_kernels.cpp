@@ -1,0 +1,93 @@
+// Every CPU kernel against its FP64 reference on random data (outputs poisoned first), for every
+// operator, phase and precision the CPU backends run; small shapes so that CI stays fast.
+#include <gtest/gtest.h>
+
+#include "rafter/workloads/backend.hpp"
+#include "rafter/workloads/precision.hpp"
+#include "rafter/workloads/suite.hpp"
+
+using namespace rafter;
+using namespace rafter::workloads;
+
+namespace {
+
+ExecContext tiny_context() {
+  ExecContext ctx;
+  ctx.device = "cpu";
+  ctx.policy = RepeatPolicy{0, 1, 1, 0.0, 0.0};
+  ctx.warm_cache = true;
+  ctx.seed = 7;
+  return ctx;
+}
+
+// The operator's check shape, made smaller still where the defaults are large.
+OpInstance tiny(const OperatorDef& op, const std::string& phase, const std::string& precision) {
+  OpInstance inst = normalize_instance(op, {op.name(), "", phase, {}, precision, 1});
+  inst = normalize_instance(op, op.check_instance(inst));
+  return inst;
+}
+
+}  // namespace
+
+TEST(CpuKernels, EveryKernelMatchesItsReference) {
+  const auto ctx = tiny_context();
+  int checked = 0;
+  for (const auto* op : OperatorRegistry::instance().all()) {
+    for (const auto& phase : op->phases())
+      for (const auto& precision : op->precisions()) {
+        const OpInstance inst = tiny(*op, phase, precision);
+        if (op->is_collective() || !BackendRegistry::instance().find("cpu", inst)) continue;
+        const OperatorRecord r = profile_instance(inst, ctx, {});
+        SCOPED_TRACE(op->name() + " " + phase + " " + precision);
+        EXPECT_EQ(r.status, RecordStatus::Ok) << r.note;
+        EXPECT_TRUE(r.check.ran);
+        EXPECT_TRUE(r.check.passed) << "error " << r.check.error << " tolerance " << r.check.tolerance;
+        ASSERT_TRUE(r.time.has_value());
+        EXPECT_GT(r.time->value, 0);
+        ++checked;
+      }
+  }
+  EXPECT_GE(checked, 45);
+}
+
+TEST(CpuKernels, EveryNonCollectiveOperatorRunsOnTheCpuInBf16OrItsOnlyPrecision) {
+  for (const auto* op : OperatorRegistry::instance().all()) {
+    if (op->is_collective()) continue;
+    const auto precs = op->precisions();
+    const std::string p = std::find(precs.begin(), precs.end(), "bf16") != precs.end() ? "bf16" : precs.front();
+    EXPECT_NE(BackendRegistry::instance().find("cpu", tiny(*op, op->phases().front(), p)), nullptr) << op->name();
+  }
+}
+
+TEST(CpuKernels, EmulatedPrecisionsAreLabelled) {
+  const auto ctx = tiny_context();
+  const auto& gemm = OperatorRegistry::instance().get("gemm");
+  for (const char* p : {"fp8_e4m3", "nvfp4", "mxfp4"}) {
+    const auto r = profile_instance(tiny(gemm, "fwd", p), ctx, {});
+    EXPECT_TRUE(r.emulated) << p;
+    EXPECT_EQ(r.emulated_via, "bf16") << p;
+  }
+  for (const char* p : {"bf16", "fp32", "int8"}) {
+    const auto r = profile_instance(tiny(gemm, "fwd", p), ctx, {});
+    EXPECT_FALSE(r.emulated) << p;
+    EXPECT_EQ(r.backend, "cpu.onednn");
+  }
+}
+
+TEST(CpuKernels, ExactQuantizersAgreeWithTheFp64Definition) {
+  const auto ctx = tiny_context();
+  const auto& q = OperatorRegistry::instance().get("quantize");
+  for (const char* p : {"nvfp4", "mxfp4", "fp8_e4m3", "fp8_e5m2"}) {
+    OpInstance inst = normalize_instance(q, {"quantize", "", "fwd", {{"rows", 32}, {"cols", 128}}, p, 1});
+    const auto r = profile_instance(inst, ctx, {});
+    EXPECT_LT(r.check.error, 1e-3) << p;  // same grid, same rounding: (almost) bit-exact
+  }
+}
+
+TEST(CpuKernels, CollectivesAreListedAsNoBackend) {
+  const auto& op = OperatorRegistry::instance().get("all_reduce");
+  const auto r = profile_instance(normalize_instance(op, {"all_reduce", "", "fwd", {}, "bf16", 1}), tiny_context(), {});
+  EXPECT_EQ(r.status, RecordStatus::NoBackend);
+  EXPECT_FALSE(r.note.empty());
+  EXPECT_GT(r.total_flops(), 0);  // the plan's cost is still there
+}

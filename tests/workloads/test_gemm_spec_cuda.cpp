@@ -1,0 +1,136 @@
+// GEMM specification rules of the CUDA backend (no GPU needed): the layout of each linear-layer
+// pass, element types per precision, cuBLASLt's shape rules, and the algorithm record's JSON.
+#include <gtest/gtest.h>
+
+#if RAFTER_HAVE_CUDA
+#include "../../workloads/cuda/gemm_spec.hpp"
+#include "rafter/collector/error.hpp"
+
+using namespace rafter::workloads::cuda;
+
+TEST(GemmSpecCuda, LinearPassesUseTheTrainingLayouts) {
+  // Y[T×N] = X[T×K]·Wᵀ with W stored [N, K]; T = 4096 tokens, K = 4096 in, N = 11008 out.
+  GemmSpec fwd = linear_pass_spec("fwd", 4096, 4096, 11008, "bf16");
+  EXPECT_EQ(fwd.m, 4096);
+  EXPECT_EQ(fwd.n, 11008);
+  EXPECT_EQ(fwd.k, 4096);
+  EXPECT_FALSE(fwd.trans_a);
+  EXPECT_TRUE(fwd.trans_b);
+  GemmSpec din = linear_pass_spec("bwd_input", 4096, 4096, 11008, "bf16");  // dX = dY·W
+  EXPECT_EQ(din.n, 4096);
+  EXPECT_EQ(din.k, 11008);
+  EXPECT_FALSE(din.trans_a || din.trans_b);
+  GemmSpec dw = linear_pass_spec("bwd_weight", 4096, 4096, 11008, "bf16");  // dW = dYᵀ·X
+  EXPECT_EQ(dw.m, 11008);
+  EXPECT_EQ(dw.n, 4096);
+  EXPECT_EQ(dw.k, 4096);
+  EXPECT_TRUE(dw.trans_a);
+  EXPECT_FALSE(dw.trans_b);
+  // FLOPs are the same in the three passes: 2·T·K·N.
+  EXPECT_EQ(fwd.m * fwd.n * fwd.k, dw.m * dw.n * dw.k);
+  EXPECT_THROW(linear_pass_spec("sideways", 1, 1, 1, "bf16"), rafter::InputError);
+}
+
+TEST(GemmSpecCuda, TypesPerPrecision) {
+  GemmSpec s = linear_pass_spec("fwd", 64, 64, 64, "bf16");
+  EXPECT_EQ(gemm_types(s).a, "bf16");
+  EXPECT_EQ(gemm_types(s).compute, "32F");
+  s.precision = "tf32";
+  EXPECT_EQ(gemm_types(s).compute, "32F_FAST_TF32");
+  s.precision = "fp64";
+  EXPECT_EQ(gemm_types(s).c, "f64");
+  s.precision = "int8";
+  EXPECT_EQ(gemm_types(s).c, "i32");
+  EXPECT_EQ(gemm_types(s).compute, "32I");
+  s.precision = "fp8_e4m3_e5m2";
+  GemmTypes t = gemm_types(s);
+  EXPECT_EQ(t.a, "e4m3");
+  EXPECT_EQ(t.b, "e5m2");
+  EXPECT_EQ(t.c, "bf16");
+  EXPECT_TRUE(t.scaled);
+  s.out_fp32 = true;
+  EXPECT_EQ(gemm_types(s).c, "f32");
+  s.precision = "fp8_e5m2";  // cuBLASLt has no E5M2×E5M2
+  EXPECT_THROW(gemm_types(s), rafter::InputError);
+  s.precision = "nvfp4";
+  EXPECT_THROW(gemm_types(s), rafter::InputError);
+}
+
+TEST(GemmSpecCuda, ShapeRules) {
+  GemmSpec s = linear_pass_spec("fwd", 16, 4096, 4096, "fp8_e4m3");
+  EXPECT_EQ(gemm_shape_problem(s), "");
+  s.k = 4100;  // not a multiple of 16
+  EXPECT_NE(gemm_shape_problem(s), "");
+  GemmSpec nn = linear_pass_spec("bwd_input", 64, 64, 64, "fp8_e4m3");
+  EXPECT_NE(gemm_shape_problem(nn), "");  // FP8 needs TN
+  std::string note;
+  GemmSpec tn = to_tn_layout(nn, &note);
+  EXPECT_EQ(gemm_shape_problem(tn), "");
+  EXPECT_FALSE(note.empty());
+  EXPECT_EQ(tn.m * tn.n * tn.k, nn.m * nn.n * nn.k);
+  GemmSpec i8 = linear_pass_spec("fwd", 8192, 8192, 8192, "int8");
+  EXPECT_EQ(gemm_shape_problem(i8), "");
+  i8.m = 30;
+  EXPECT_NE(gemm_shape_problem(i8), "");
+  GemmSpec bf = linear_pass_spec("bwd_weight", 5, 7, 3, "bf16");  // any shape, any layout
+  EXPECT_EQ(gemm_shape_problem(bf), "");
+  bf.k = 0;
+  EXPECT_NE(gemm_shape_problem(bf), "");
+}
+
+TEST(GemmSpecCuda, EnumNamesFromTheHeader) {
+  EXPECT_EQ(tile_name(23), "128x256");
+  EXPECT_EQ(tile_name(0), "undefined");
+  EXPECT_EQ(tile_name(100000), "id100000");
+  EXPECT_EQ(stages_name(16), "64x4");
+  EXPECT_EQ(cluster_name(3), "2x1x1");
+}
+
+TEST(GemmSpecCuda, AlgorithmRecordRoundTrip) {
+  GemmAlgoRecord r;
+  r.algo_id = 66, r.tile_id = 23, r.tile = "128x256", r.stages_id = 16, r.stages = "64x4";
+  r.split_k = 2, r.cluster = "2x1x1", r.cluster_shape_id = 3, r.workspace_bytes = 1 << 20;
+  r.candidate_rank = 3, r.candidates = 16, r.candidate_seconds = 1.25e-3, r.choice = "best";
+  GemmAlgoRecord back = gemm_algo_from_json(to_json(r));
+  EXPECT_EQ(back.algo_id, 66);
+  EXPECT_EQ(back.tile, "128x256");
+  EXPECT_EQ(back.split_k, 2);
+  EXPECT_EQ(back.workspace_bytes, std::size_t(1) << 20);
+  EXPECT_EQ(back.candidate_rank, 3);
+  EXPECT_DOUBLE_EQ(back.candidate_seconds, 1.25e-3);
+  EXPECT_EQ(back.choice, "best");
+}
+
+TEST(GemmSpecCuda, MalformedAlgorithmRecordsNameTheField) {
+  GemmAlgoRecord r;
+  r.algo_id = 1, r.candidates = 4, r.choice = "heuristic";
+  nlohmann::json j = to_json(r);
+  auto expect_error = [](const nlohmann::json& bad, const std::string& field) {
+    try {
+      gemm_algo_from_json(bad);
+      FAIL() << "no error for " << field;
+    } catch (const rafter::FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json missing = j;
+  missing.erase("tile");
+  expect_error(missing, "tile");
+  nlohmann::json wrong = j;
+  wrong["split_k"] = "two";
+  expect_error(wrong, "split_k");
+  nlohmann::json zero_split = j;
+  zero_split["split_k"] = 0;
+  expect_error(zero_split, "split_k");
+  nlohmann::json rank = j;
+  rank["candidate_rank"] = 4;
+  expect_error(rank, "candidate_rank");
+  nlohmann::json choice = j;
+  choice["choice"] = "fastest";
+  expect_error(choice, "choice");
+  expect_error(nlohmann::json::array(), "object");
+}
+
+#else
+TEST(GemmSpecCuda, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+#endif

@@ -1,0 +1,76 @@
+// Every GPU kernel against the catalogue's FP64 reference on random data with poisoned outputs
+// (runs only where a GPU is present; bench/gpu_sanitize.sh runs it under compute-sanitizer).
+#include <gtest/gtest.h>
+
+#include "rafter/workloads/backend.hpp"
+
+#if RAFTER_HAVE_CUDA
+#include "rafter/collector/gpu_timing.hpp"
+
+using namespace rafter::workloads;
+
+namespace {
+struct Case {
+  const char* op;
+  const char* phase;
+  const char* precision;
+  Shape shape;
+};
+
+// Small full shapes (the timed shape is checked too: the catalogue's check shape is smaller still),
+// chosen to exercise odd lengths (scalar paths), GQA groups and every GEMM layout.
+std::vector<Case> cases() {
+  Shape attn{{"batch", 2}, {"seq", 40}, {"kv_seq", 48}, {"heads", 4}, {"kv_heads", 2}, {"head_dim", 64}, {"causal", 1}};
+  Shape dec{{"batch", 3}, {"kv_len", 72}, {"heads", 8}, {"kv_heads", 2}, {"head_dim", 128}};
+  std::vector<Case> c = {
+      {"rmsnorm", "fwd", "bf16", {{"tokens", 64}, {"hidden", 4096}}},
+      {"rmsnorm", "bwd", "bf16", {{"tokens", 300}, {"hidden", 8192}}},
+      {"rmsnorm", "fwd", "bf16", {{"tokens", 5}, {"hidden", 300}}},
+      {"swiglu", "fwd", "bf16", {{"tokens", 33}, {"ffn", 11008}}},
+      {"swiglu", "bwd", "bf16", {{"tokens", 7}, {"ffn", 203}}},
+      {"softmax", "fwd", "bf16", {{"rows", 16}, {"cols", 4096}}},
+      {"softmax", "fwd", "bf16", {{"rows", 16}, {"cols", 300}}},
+      {"attention_softmax", "fwd", "bf16", attn},
+      {"rope", "fwd", "bf16", {{"tokens", 12}, {"heads", 3}, {"head_dim", 128}, {"seq", 7}}},
+      {"rope", "bwd", "bf16", {{"tokens", 12}, {"heads", 3}, {"head_dim", 64}, {"seq", 7}}},
+      {"residual_add", "fwd", "bf16", {{"tokens", 8}, {"hidden", 300}}},
+      {"embedding", "fwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},
+      {"embedding", "bwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},
+      {"cross_entropy", "fwd", "bf16", {{"tokens", 8}, {"vocab", 32000}}},
+      {"cross_entropy", "bwd", "bf16", {{"tokens", 8}, {"vocab", 32000}}},
+      {"cross_entropy", "bwd", "bf16", {{"tokens", 4}, {"vocab", 40000}}},
+      {"adamw", "step", "bf16", {{"params", 1000}}},
+      {"attention_qk", "fwd", "bf16", attn},
+      {"attention_pv", "fwd", "bf16", attn},
+      {"attention_prefill", "fwd", "bf16", attn},
+      {"attention_decode", "fwd", "bf16", dec},
+  };
+  for (const char* p : {"bf16", "fp16", "tf32", "fp32", "fp64", "int8", "fp8_e4m3", "fp8_e4m3_e5m2", "fp8_e5m2_e4m3"})
+    for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
+      c.push_back({"gemm", phase, p, {{"m", 128}, {"n", 96}, {"k", 320}, {"batch", 1}}});
+  c.push_back({"gemm", "fwd", "bf16", {{"m", 48}, {"n", 80}, {"k", 64}, {"batch", 3}}});
+  return c;
+}
+}  // namespace
+
+TEST(GpuKernelsCuda, EveryKernelMatchesTheReference) {
+  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  ExecContext ctx;
+  ctx.device = "cuda:0";
+  ctx.policy = rafter::RepeatPolicy::quick();
+  for (const Case& c : cases()) {
+    OpInstance i;
+    i.op = c.op, i.phase = c.phase, i.precision = c.precision, i.shape = c.shape;
+    auto r = profile_instance(i, ctx, {});
+    SCOPED_TRACE(std::string(c.op) + " " + c.phase + " " + c.precision);
+    EXPECT_EQ(r.status, rafter::RecordStatus::Ok) << r.note;
+    EXPECT_TRUE(r.check.ran);
+    EXPECT_TRUE(r.check.passed) << "error " << r.check.error << " tolerance " << r.check.tolerance;
+    std::printf("check %-18s %-10s %-14s error %.3e tolerance %.1e %s\n", c.op, c.phase, c.precision, r.check.error,
+                r.check.tolerance, r.check.passed ? "pass" : "FAIL");
+  }
+}
+
+#else
+TEST(GpuKernelsCuda, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+#endif

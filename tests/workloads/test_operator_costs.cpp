@@ -1,0 +1,181 @@
+// FLOPs and bytes of every catalogue operator against hand-computed values.
+#include <gtest/gtest.h>
+
+#include "rafter/collector/error.hpp"
+#include "rafter/workloads/operator.hpp"
+#include "rafter/workloads/precision.hpp"
+
+using namespace rafter;
+using namespace rafter::workloads;
+
+namespace {
+
+Cost cost_of(const std::string& op, Shape shape, const std::string& precision, const std::string& phase = "",
+             const std::vector<MemoryLevel>& levels = {}) {
+  const auto& def = OperatorRegistry::instance().get(op);
+  const OpInstance inst = normalize_instance(def, {op, "", phase, std::move(shape), precision, 1});
+  return def.cost(inst, levels);
+}
+
+double flops(const Cost& c, const std::string& cls) { return c.flops.count(cls) ? c.flops.at(cls) : 0.0; }
+
+const std::vector<MemoryLevel> kLevels{{"L1", 32768, 64, 1, 2}, {"L2", 1 << 20, 64, 1, 2},
+                                       {"L3", 32 << 20, 64, 2, 1}, {"DRAM", 1e10, 64, 2, 1}};
+
+}  // namespace
+
+TEST(OperatorCosts, GemmFlopsAndBytesPerPrecision) {
+  auto c = cost_of("gemm", {{"m", 128}, {"n", 256}, {"k", 512}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(c, "bf16"), 2.0 * 128 * 256 * 512);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2.0 * (128 * 512 + 512 * 256 + 128 * 256));
+  c = cost_of("gemm", {{"m", 64}, {"n", 64}, {"k", 64}, {"batch", 3}}, "fp32");
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), 3 * 2.0 * 64 * 64 * 64);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 3 * 4.0 * (3 * 64 * 64));
+  c = cost_of("gemm", {{"m", 32}, {"n", 32}, {"k", 64}}, "int8");
+  EXPECT_DOUBLE_EQ(flops(c, "int8"), 2.0 * 32 * 32 * 64);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 32 * 64 + 64 * 32 + 4.0 * 32 * 32);  // int32 output
+  c = cost_of("gemm", {{"m", 16}, {"n", 16}, {"k", 64}}, "nvfp4");
+  EXPECT_DOUBLE_EQ(flops(c, "fp4"), 2.0 * 16 * 16 * 64);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, (0.5 + 1.0 / 16) * (16 * 64 * 2) + 2.0 * 16 * 16);
+  c = cost_of("gemm", {{"m", 16}, {"n", 16}, {"k", 64}}, "fp8_e4m3_e5m2");
+  EXPECT_DOUBLE_EQ(flops(c, "fp8"), 2.0 * 16 * 16 * 64);
+  EXPECT_THROW(cost_of("gemm", {{"k", 40}}, "nvfp4"), InputError);  // k not a multiple of 16
+  EXPECT_THROW(cost_of("gemm", {{"m", 0}}, "bf16"), InputError);
+  EXPECT_THROW(cost_of("gemm", {{"q", 3}}, "bf16"), InputError);
+  EXPECT_THROW(cost_of("gemm", {}, "fp7"), InputError);
+}
+
+TEST(OperatorCosts, GemmTrafficModel) {
+  // 4096^3 bf16: L1 sees A once per 16 columns and B once per 16 rows (register tile 16x16).
+  const double n = 4096;
+  auto c = cost_of("gemm", {{"m", 4096}, {"n", 4096}, {"k", 4096}}, "bf16", "fwd", kLevels);
+  ASSERT_EQ(c.bytes.size(), 4u);
+  EXPECT_EQ(c.bytes[0].level, "L1");
+  EXPECT_EQ(c.bytes[0].source, Source::Analytic);
+  EXPECT_DOUBLE_EQ(c.bytes[0].bytes, 2 * (n * n * (n / 16)) * 2 + n * n * 2);
+  // DRAM: blocked on half the L3 (16 MiB): bm = sqrt(16 MiB / 4 B) = 2048, bn = 2048.
+  EXPECT_DOUBLE_EQ(c.bytes[3].bytes, n * n * 2 * 2 + n * n * 2 * 2 + n * n * 2);
+  for (std::size_t i = 1; i < c.bytes.size(); ++i) EXPECT_LE(c.bytes[i].bytes, c.bytes[i - 1].bytes);
+  // A problem that fits in L2 moves only its compulsory bytes beyond L2.
+  c = cost_of("gemm", {{"m", 64}, {"n", 64}, {"k", 64}}, "bf16", "fwd", kLevels);
+  EXPECT_DOUBLE_EQ(c.bytes[2].bytes, c.compulsory_bytes);
+  EXPECT_DOUBLE_EQ(c.bytes[3].bytes, c.compulsory_bytes);
+}
+
+TEST(OperatorCosts, AttentionCausalPairs) {
+  // causal prefill, s = 4: 1+2+3+4 = 10 pairs per head.
+  auto c = cost_of("attention_prefill", {{"batch", 2}, {"seq", 4}, {"heads", 8}, {"kv_heads", 2}, {"head_dim", 64}}, "bf16");
+  const double P = 2 * 8 * 10.0;
+  EXPECT_DOUBLE_EQ(flops(c, "bf16"), 4 * P * 64);
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), 5 * P);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2.0 * 64 * (2 * 2 * 4 * 8 + 2 * 2 * 4 * 2));
+  c = cost_of("attention_prefill", {{"batch", 1}, {"seq", 4}, {"heads", 2}, {"kv_heads", 2}, {"head_dim", 64}, {"causal", 0}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(c, "bf16"), 4 * (2 * 16.0) * 64);
+  c = cost_of("attention_backward", {{"batch", 1}, {"seq", 4}, {"heads", 2}, {"kv_heads", 2}, {"head_dim", 64}}, "bf16", "bwd");
+  EXPECT_DOUBLE_EQ(flops(c, "bf16"), 10 * (2 * 10.0) * 64);
+  c = cost_of("attention_decode", {{"batch", 3}, {"kv_len", 100}, {"heads", 8}, {"kv_heads", 2}, {"head_dim", 128}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(c, "bf16"), 4 * 3 * 8 * 100.0 * 128);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2.0 * 128 * (2 * 3 * 8 + 2 * 3 * 100 * 2));
+  EXPECT_THROW(cost_of("attention_decode", {{"heads", 6}, {"kv_heads", 4}}, "bf16"), InputError);
+}
+
+TEST(OperatorCosts, UnfusedAttentionAndGla) {
+  const Shape s{{"batch", 1}, {"seq", 8}, {"kv_seq", 16}, {"heads", 4}, {"kv_heads", 2}, {"head_dim", 32}};
+  EXPECT_DOUBLE_EQ(flops(cost_of("attention_qk", s, "bf16"), "bf16"), 2.0 * 4 * 8 * 16 * 32);
+  EXPECT_DOUBLE_EQ(flops(cost_of("attention_pv", s, "bf16"), "bf16"), 2.0 * 4 * 8 * 16 * 32);
+  const auto sm = cost_of("attention_softmax", {{"batch", 1}, {"seq", 8}, {"kv_seq", 16}, {"heads", 4}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(sm, "fp32"), 5.0 * 4 * 8 * 16);
+  EXPECT_DOUBLE_EQ(sm.compulsory_bytes, 2 * 2.0 * 4 * 8 * 16);
+  const auto g = cost_of("gla_chunked", {{"batch", 1}, {"seq", 128}, {"heads", 2}, {"head_dim_k", 16}, {"head_dim_v", 32}, {"chunk", 64}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(g, "bf16"), 2 * 2.0 * (2 * 64 * 64 * 16 + 2 * 64 * 64 * 32 + 4 * 64 * 16 * 32));
+  EXPECT_DOUBLE_EQ(g.compulsory_bytes, 2.0 * 128 * 2 * (3 * 16 + 2 * 32));
+}
+
+TEST(OperatorCosts, MemoryBoundOperators) {
+  const double t = 16, h = 256;
+  auto c = cost_of("rmsnorm", {{"tokens", 16}, {"hidden", 256}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), 4 * t * h + 3 * t);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * t * h * 2 + h * 2);
+  c = cost_of("rmsnorm", {{"tokens", 16}, {"hidden", 256}}, "bf16", "bwd");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 3 * t * h * 2 + h * 2 + h * 4);
+  c = cost_of("swiglu", {{"tokens", 16}, {"ffn", 256}}, "fp32");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 3 * t * h * 4);
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), 5 * t * h);
+  c = cost_of("residual_add", {{"tokens", 16}, {"hidden", 256}}, "bf16");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 3 * t * h * 2);
+  c = cost_of("softmax", {{"rows", 16}, {"cols", 256}}, "bf16");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * t * h * 2);
+  c = cost_of("rope", {{"tokens", 16}, {"heads", 4}, {"head_dim", 64}, {"seq", 16}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), 3 * 16 * 4 * 64.0);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * 16 * 4 * 64 * 2.0 + 16 * 64 * 4.0);
+  c = cost_of("embedding", {{"tokens", 16}, {"hidden", 256}, {"vocab", 1000}}, "bf16");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 4 * t + 2 * t * h * 2);
+  EXPECT_TRUE(c.flops.empty());
+  c = cost_of("cross_entropy", {{"tokens", 16}, {"vocab", 1000}}, "bf16", "bwd");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * 16 * 1000 * 2.0 + 4 * 16);
+  c = cost_of("adamw", {{"params", 1000}}, "bf16", "step");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 1000 * (24 + 4.0));
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), 16 * 1000.0);
+  // Streaming: every level beyond L1 moves the compulsory bytes.
+  c = cost_of("residual_add", {{"tokens", 16}, {"hidden", 256}}, "bf16", "fwd", kLevels);
+  for (const auto& b : c.bytes) EXPECT_DOUBLE_EQ(b.bytes, c.compulsory_bytes);
+}
+
+TEST(OperatorCosts, QuantizersAndPatch) {
+  const double n = 64 * 256;
+  auto c = cost_of("quantize", {{"rows", 64}, {"cols", 256}}, "nvfp4");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * n + n / 2 + n / 16 + 4);
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), 5 * n);
+  c = cost_of("quantize", {{"rows", 64}, {"cols", 256}, {"block2d", 1}, {"rht", 1}, {"sr", 1}}, "nvfp4");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * n + n / 2 + n / 256 + 4);
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), (5 + 32 + 2) * n);
+  c = cost_of("quantize", {{"rows", 64}, {"cols", 256}}, "mxfp4");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * n + n / 2 + n / 32);
+  c = cost_of("dequantize", {{"rows", 64}, {"cols", 256}}, "fp8_e4m3");
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, n + 4 + 2 * n);
+  EXPECT_THROW(cost_of("quantize", {{"rows", 8}, {"cols", 256}, {"block2d", 1}}, "nvfp4"), InputError);
+  EXPECT_THROW(cost_of("quantize", {{"rows", 8}, {"cols", 40}}, "mxfp4"), InputError);
+  c = cost_of("hot_channel_patch", {{"tokens", 64}, {"out", 128}, {"hot", 32}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(c, "bf16"), 2.0 * 64 * 128 * 32);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2.0 * (64 * 32 + 128 * 32 + 2 * 64 * 128));
+}
+
+TEST(OperatorCosts, CollectivesUseBusBandwidthFactors) {
+  const double S = 1 << 20, n = 8;
+  auto c = cost_of("all_reduce", {{"elements", 1 << 20}, {"ranks", 8}}, "bf16");
+  EXPECT_DOUBLE_EQ(c.link_bytes, S * 2 * 2 * (n - 1) / n);
+  EXPECT_EQ(c.link, "nvlink");
+  EXPECT_DOUBLE_EQ(flops(c, "bf16"), (n - 1) / n * S);
+  c = cost_of("all_gather", {{"elements", 1 << 20}, {"ranks", 8}, {"inter_node", 1}}, "bf16");
+  EXPECT_DOUBLE_EQ(c.link_bytes, S * 2 * (n - 1) / n);
+  EXPECT_EQ(c.link, "network");
+  EXPECT_DOUBLE_EQ(cost_of("reduce_scatter", {{"elements", 1 << 20}, {"ranks", 8}}, "bf16").link_bytes, S * 2 * (n - 1) / n);
+  EXPECT_DOUBLE_EQ(cost_of("all_to_all", {{"elements", 1 << 20}, {"ranks", 8}}, "bf16").link_bytes, S * 2 * (n - 1) / n);
+  EXPECT_DOUBLE_EQ(cost_of("send_recv", {{"elements", 1 << 20}, {"ranks", 2}}, "fp32").link_bytes, S * 4);
+  EXPECT_TRUE(OperatorRegistry::instance().get("all_reduce").is_collective());
+}
+
+TEST(OperatorCosts, EveryOperatorHasConsistentCosts) {
+  for (const auto* op : OperatorRegistry::instance().all()) {
+    for (const auto& phase : op->phases()) {
+      const OpInstance inst = normalize_instance(*op, {op->name(), "", phase, {}, "", 1});
+      const Cost c = op->cost(inst, kLevels);
+      EXPECT_GT(c.compulsory_bytes, 0) << op->name();
+      ASSERT_EQ(c.bytes.size(), kLevels.size()) << op->name();
+      EXPECT_EQ(c.bytes.back().level, "DRAM");
+      for (const auto& b : c.bytes) EXPECT_GE(b.bytes, c.compulsory_bytes * 0.999) << op->name() << " " << b.level;
+    }
+  }
+  EXPECT_GE(OperatorRegistry::instance().all().size(), 22u);
+}
+
+TEST(Precision, TableIsTheOnePlace) {
+  EXPECT_EQ(all_precisions().size(), 12u);
+  EXPECT_DOUBLE_EQ(precision_info("nvfp4").bytes_per_element, 0.5 + 1.0 / 16);
+  EXPECT_EQ(precision_info("fp8_e5m2").compute_class, "fp8");
+  EXPECT_LT(precision_info("fp32").tolerance, precision_info("bf16").tolerance);
+  EXPECT_LT(precision_info("bf16").tolerance, precision_info("fp8_e4m3").tolerance);
+  EXPECT_LT(check_tolerance("quantize", "nvfp4", false), precision_info("nvfp4").tolerance);
+  EXPECT_DOUBLE_EQ(check_tolerance("quantize", "nvfp4", true), precision_info("nvfp4").tolerance);
+  EXPECT_THROW(precision_info("fp7"), InputError);
+}

@@ -1,0 +1,39 @@
+// Fast fp32 block quantizers of the CPU backend (NVFP4 1×16 / 16×16, MXFP4 1×32, FP8 per tensor,
+// optional 16-point random Hadamard transform and stochastic rounding) and their dequantizers.
+// They implement exactly the FP64 definitions in workloads/src/quant_math.cpp, in fp32.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cpu_kernel.hpp"
+
+namespace rafter::workloads::cpu {
+
+struct QuantizedTensor {
+  std::string precision;  // nvfp4 | mxfp4 | fp8_e4m3 | fp8_e5m2
+  std::int64_t rows = 0, cols = 0;
+  bool block2d = false;
+  Buffer values;               // fp4: two E2M1 codes per byte (low nibble first); fp8: one byte each
+  Buffer scales;               // nvfp4: E4M3 bytes; mxfp4: E8M0 bytes (biased exponent)
+  float tensor_scale = 1.0f;   // nvfp4 and fp8
+  std::int64_t block_cols() const;
+  std::int64_t block_rows() const { return block2d ? 16 : 1; }
+  std::int64_t scale_count() const;
+  void allocate();
+};
+
+struct QuantOptions {
+  bool rht = false;
+  bool stochastic = false;
+  std::uint64_t seed = 1;
+};
+
+// x is [rows, cols] row-major, fp32 or bf16; q must have precision/rows/cols/block2d set.
+void quantize(const float* x, QuantizedTensor& q, const QuantOptions& o);
+void quantize(const bf16* x, QuantizedTensor& q, const QuantOptions& o);
+// Writes [rows, cols] bf16 values.
+void dequantize(const QuantizedTensor& q, bf16* out);
+void dequantize(const QuantizedTensor& q, float* out);  // exact decoded values (checks)
+
+}  // namespace rafter::workloads::cpu

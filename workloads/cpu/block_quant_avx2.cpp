@@ -1,0 +1,249 @@
+// fp32 block quantizers (see block_quant.hpp). Rounding is to nearest even onto E2M1 by
+// thresholds (branch-free), scales are rounded to E4M3 / E8M0 by bit manipulation.
+// Comparisons (clamps, selects) may not trap: lets the compiler if-convert and vectorize them.
+#pragma GCC optimize("no-trapping-math")
+#include "block_quant.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "../src/quant_math.hpp"
+
+namespace rafter::workloads::cpu {
+namespace {
+
+constexpr float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+inline int e2m1_code_rne(float a) {  // a >= 0; saturates at 6
+  return (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
+}
+inline int e2m1_code_down(float a) {
+  return (a >= 0.5f) + (a >= 1.0f) + (a >= 1.5f) + (a >= 2.0f) + (a >= 3.0f) + (a >= 4.0f) + (a >= 6.0f);
+}
+inline float uniform01(std::uint64_t x) {  // splitmix64 hash → [0, 1)
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return float(x >> 40) * (1.0f / 16777216.0f);
+}
+
+// Round-to-nearest-even encodings of a non-negative value into FP8 (saturating, no inf).
+std::uint8_t e4m3_bits(float s) {
+  if (!(s > 0)) return 0;
+  if (s < 0.015625f) return static_cast<std::uint8_t>(std::nearbyint(s * 512.0f));  // subnormals: k·2^-9
+  std::uint32_t u;
+  std::memcpy(&u, &s, 4);
+  u += 0x7ffffu + ((u >> 20) & 1u);
+  const int e = int((u >> 23) & 255) - 127 + 7;
+  const int m = int((u >> 20) & 7);
+  if (e > 15 || (e == 15 && m == 7)) return 0x7e;  // 448
+  return static_cast<std::uint8_t>((e << 3) | m);
+}
+std::uint8_t e5m2_bits(float s) {
+  if (!(s > 0)) return 0;
+  if (s < 6.103515625e-05f) return static_cast<std::uint8_t>(std::nearbyint(s * 65536.0f));  // k·2^-16
+  std::uint32_t u;
+  std::memcpy(&u, &s, 4);
+  u += 0xfffffu + ((u >> 21) & 1u);
+  const int e = int((u >> 23) & 255) - 127 + 15;
+  const int m = int((u >> 21) & 3);
+  if (e > 30 || (e == 30 && m == 3)) return 0x7b;  // 57344
+  return static_cast<std::uint8_t>((e << 2) | m);
+}
+
+struct Luts {
+  float e4m3[256], e5m2[256];
+  Luts() {
+    for (int i = 0; i < 256; ++i) {
+      e4m3[i] = float(numfmt::decode_small(std::uint8_t(i), numfmt::kE4M3));
+      e5m2[i] = float(numfmt::decode_small(std::uint8_t(i), numfmt::kE5M2));
+    }
+  }
+};
+const Luts& luts() {
+  static const Luts l;
+  return l;
+}
+
+void hadamard16(float* v) {
+  for (int i = 0; i < 16; ++i) v[i] *= float(detail::rht_sign(i));
+  for (int h = 1; h < 16; h <<= 1)
+    for (int i = 0; i < 16; i += 2 * h)
+      for (int j = i; j < i + h; ++j) {
+        const float a = v[j], b = v[j + h];
+        v[j] = a + b;
+        v[j + h] = a - b;
+      }
+  for (int i = 0; i < 16; ++i) v[i] *= 0.25f;
+}
+
+template <class T>
+void load_rows(const T* x, std::int64_t r0, std::int64_t nrows, std::int64_t cols, bool rht, float* out) {
+  for (std::int64_t r = 0; r < nrows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) out[r * cols + c] = ld(x, (r0 + r) * cols + c);
+    if (rht)
+      for (std::int64_t c = 0; c + 16 <= cols; c += 16) hadamard16(out + r * cols + c);
+  }
+}
+
+template <class T>
+float tensor_amax(const T* x, std::int64_t rows, std::int64_t cols, bool rht) {
+  std::vector<float> partial(std::size_t(pool_threads()), 0.0f);
+  parallel_for(rows, [&](std::int64_t b, std::int64_t e, int w) {
+    std::vector<float> row(static_cast<std::size_t>(cols));
+    float lanes[16] = {};
+    for (std::int64_t r = b; r < e; ++r) {
+      const float* v = row.data();
+      if (rht) load_rows(x, r, 1, cols, rht, row.data());
+      std::int64_t c = 0;
+      for (; c + 16 <= cols; c += 16)
+        for (int j = 0; j < 16; ++j) {
+          const float a = std::fabs(rht ? v[c + j] : ld(x, r * cols + c + j));
+          lanes[j] = lanes[j] > a ? lanes[j] : a;
+        }
+      for (; c < cols; ++c) lanes[0] = std::max(lanes[0], std::fabs(rht ? v[c] : ld(x, r * cols + c)));
+    }
+    float m = 0;
+    for (float l : lanes) m = std::max(m, l);
+    partial[std::size_t(w)] = std::max(partial[std::size_t(w)], m);
+  });
+  return *std::max_element(partial.begin(), partial.end());
+}
+
+// Encodes one group of rows (1 or 16) already loaded (and transformed) in `v`.
+void encode_group(QuantizedTensor& q, const float* v, std::int64_t r0, std::int64_t nrows, const QuantOptions& o) {
+  const std::int64_t bc = q.block_cols(), cols = q.cols;
+  auto* vals = static_cast<std::uint8_t*>(q.values.data());
+  auto* scales = static_cast<std::uint8_t*>(q.scales.data());
+  const bool nv = q.precision == "nvfp4";
+  for (std::int64_t c0 = 0; c0 < cols; c0 += bc) {
+    float amax = 0;
+    for (std::int64_t r = 0; r < nrows; ++r)
+      for (std::int64_t c = c0; c < c0 + bc; ++c) amax = std::max(amax, std::fabs(v[r * cols + c]));
+    float scale;
+    const std::int64_t sidx = (r0 / q.block_rows()) * (cols / bc) + c0 / bc;
+    if (nv) {
+      scales[sidx] = e4m3_bits(amax / 6.0f / q.tensor_scale);
+      scale = luts().e4m3[scales[sidx]] * q.tensor_scale;
+    } else {
+      int e2 = 0;
+      std::frexp(amax > 0 ? amax : 1.0f, &e2);
+      scales[sidx] = static_cast<std::uint8_t>((e2 - 1) - 2 + 127);
+      scale = std::ldexp(1.0f, (e2 - 1) - 2);
+    }
+    for (std::int64_t r = 0; r < nrows; ++r) {
+      const float* row = v + r * cols;
+      std::uint8_t* out = vals + ((r0 + r) * cols + c0) / 2;
+      if (!o.stochastic) {  // the common path: branch-free, pairs of codes into one byte
+        for (std::int64_t c = 0; c < bc; c += 2) {
+          const float x0 = row[c0 + c], x1 = row[c0 + c + 1];
+          const int k0 = scale > 0 ? e2m1_code_rne(std::fabs(x0) / scale) : 0;
+          const int k1 = scale > 0 ? e2m1_code_rne(std::fabs(x1) / scale) : 0;
+          const int n0 = k0 | (((x0 < 0) & (k0 != 0)) << 3), n1 = k1 | (((x1 < 0) & (k1 != 0)) << 3);
+          out[c / 2] = static_cast<std::uint8_t>(n0 | (n1 << 4));
+        }
+        continue;
+      }
+      for (std::int64_t c = 0; c < bc; c += 2) {
+        int nib[2];
+        for (int h = 0; h < 2; ++h) {
+          const float x = row[c0 + c + h];
+          const float a = scale > 0 ? std::fabs(x) / scale : 0.0f;
+          int code = e2m1_code_down(a);
+          const float lo = kE2M1[code], hi = kE2M1[std::min(code + 1, 7)];
+          const std::uint64_t idx = std::uint64_t((r0 + r) * cols + c0 + c + h);
+          if (hi > lo && uniform01(idx ^ (o.seed << 40)) < (a - lo) / (hi - lo)) ++code;
+          nib[h] = code | (((x < 0) & (code != 0)) << 3);
+        }
+        out[c / 2] = static_cast<std::uint8_t>(nib[0] | (nib[1] << 4));
+      }
+    }
+  }
+}
+
+template <class T>
+void quantize_impl(const T* x, QuantizedTensor& q, const QuantOptions& o) {
+  const float amax = tensor_amax(x, q.rows, q.cols, o.rht);
+  if (q.precision == "fp8_e4m3" || q.precision == "fp8_e5m2") {
+    const bool e4 = q.precision == "fp8_e4m3";
+    q.tensor_scale = amax > 0 ? amax / (e4 ? 448.0f : 57344.0f) : 1.0f;
+    auto* vals = static_cast<std::uint8_t*>(q.values.data());
+    parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t i = b * q.cols; i < e * q.cols; ++i) {
+        const float v = ld(x, i) / q.tensor_scale;
+        const std::uint8_t bits = e4 ? e4m3_bits(std::fabs(v)) : e5m2_bits(std::fabs(v));
+        vals[i] = static_cast<std::uint8_t>(bits | (v < 0 && bits ? 0x80 : 0));
+      }
+    });
+    return;
+  }
+  q.tensor_scale = q.precision == "nvfp4" ? (amax > 0 ? amax / (448.0f * 6.0f) : 1.0f) : 1.0f;
+  const std::int64_t br = q.block_rows();
+  parallel_for(q.rows / br, [&](std::int64_t b, std::int64_t e, int) {
+    std::vector<float> v(static_cast<std::size_t>(br * q.cols));
+    for (std::int64_t g = b; g < e; ++g) {
+      load_rows(x, g * br, br, q.cols, o.rht, v.data());
+      encode_group(q, v.data(), g * br, br, o);
+    }
+  });
+}
+
+}  // namespace
+
+std::int64_t QuantizedTensor::block_cols() const {
+  return precision == "nvfp4" ? 16 : precision == "mxfp4" ? 32 : cols;
+}
+std::int64_t QuantizedTensor::scale_count() const {
+  if (precision != "nvfp4" && precision != "mxfp4") return 0;
+  return (rows / block_rows()) * (cols / block_cols());
+}
+void QuantizedTensor::allocate() {
+  const bool fp8 = precision == "fp8_e4m3" || precision == "fp8_e5m2";
+  values = Buffer(std::size_t(fp8 ? rows * cols : (rows * cols + 1) / 2));
+  scales = Buffer(std::size_t(std::max<std::int64_t>(scale_count(), 1)));
+}
+
+void quantize(const float* x, QuantizedTensor& q, const QuantOptions& o) { quantize_impl(x, q, o); }
+void quantize(const bf16* x, QuantizedTensor& q, const QuantOptions& o) { quantize_impl(x, q, o); }
+
+namespace {
+template <class T>
+void dequantize_impl(const QuantizedTensor& q, T* out) {
+  const auto* vals = static_cast<const std::uint8_t*>(q.values.data());
+  const auto* scales = static_cast<const std::uint8_t*>(q.scales.data());
+  if (q.precision == "fp8_e4m3" || q.precision == "fp8_e5m2") {
+    const float* lut = q.precision == "fp8_e4m3" ? luts().e4m3 : luts().e5m2;
+    parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t i = b * q.cols; i < e * q.cols; ++i) st(out, i, lut[vals[i]] * q.tensor_scale);
+    });
+    return;
+  }
+  const bool nv = q.precision == "nvfp4";
+  const std::int64_t bc = q.block_cols(), br = q.block_rows(), nb = q.cols / bc;
+  parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {
+    float lut[16];
+    for (std::int64_t r = b; r < e; ++r)
+      for (std::int64_t blk = 0; blk < nb; ++blk) {
+        const std::uint8_t sb = scales[(r / br) * nb + blk];
+        const float s = nv ? luts().e4m3[sb] * q.tensor_scale : std::ldexp(1.0f, int(sb) - 127);
+        for (int c = 0; c < 8; ++c) {
+          lut[c] = kE2M1[c] * s;
+          lut[c + 8] = -kE2M1[c] * s;
+        }
+        const std::int64_t base = r * q.cols + blk * bc;
+        for (std::int64_t c = 0; c < bc; c += 2) {
+          const std::uint8_t byte = vals[(base + c) / 2];
+          st(out, base + c, lut[byte & 15]);
+          st(out, base + c + 1, lut[byte >> 4]);
+        }
+      }
+  });
+}
+
+}  // namespace
+
+void dequantize(const QuantizedTensor& q, bf16* out) { dequantize_impl(q, out); }
+void dequantize(const QuantizedTensor& q, float* out) { dequantize_impl(q, out); }
+
+}  // namespace rafter::workloads::cpu

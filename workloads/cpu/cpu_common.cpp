@@ -1,0 +1,257 @@
+// Host tensors, the kernel registry and the pinned thread pool of the CPU backend.
+#include <hwloc.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "cpu_kernel.hpp"
+#include "rafter/collector/error.hpp"
+
+namespace rafter::workloads::cpu {
+
+std::size_t dtype_bytes(DType t) {
+  switch (t) {
+    case DType::F64: return 8;
+    case DType::F32: return 4;
+    case DType::BF16: return 2;
+    case DType::S32: return 4;
+    case DType::U8: return 1;
+  }
+  return 1;
+}
+
+DType activation_dtype(std::string_view precision) {
+  if (precision == "fp32") return DType::F32;
+  if (precision == "bf16") return DType::BF16;
+  throw InputError(fmt::format("the CPU kernels store activations in fp32 or bf16, not {}", precision));
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+bool is_activation_precision(const OpInstance& inst) { return inst.precision == "fp32" || inst.precision == "bf16"; }
+
+Buffer::Buffer(std::size_t bytes) : bytes_(bytes) {
+  const std::size_t rounded = (std::max<std::size_t>(bytes, 64) + 63) / 64 * 64;
+  ptr_ = std::aligned_alloc(64, rounded);
+  if (!ptr_) throw InputError(fmt::format("cannot allocate {} bytes", bytes));
+  auto* p = static_cast<unsigned char*>(ptr_);
+  parallel_for(static_cast<std::int64_t>(rounded / 4096 + 1), [&](std::int64_t b, std::int64_t e, int) {
+    const std::size_t lo = std::size_t(b) * 4096, hi = std::min(rounded, std::size_t(e) * 4096);
+    if (lo < hi) std::memset(p + lo, 0, hi - lo);
+  });
+}
+Buffer::~Buffer() { std::free(ptr_); }
+Buffer::Buffer(Buffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  std::swap(ptr_, o.ptr_);
+  std::swap(bytes_, o.bytes_);
+  return *this;
+}
+
+std::size_t Tensor::size() const {
+  std::size_t n = 1;
+  for (auto d : dims) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+void Tensor::allocate() { buffer = Buffer(size() * dtype_bytes(dtype)); }
+
+namespace {
+void store(Tensor& t, std::size_t i, double v) {
+  switch (t.dtype) {
+    case DType::F64: t.as<double>()[i] = v; break;
+    case DType::F32: t.as<float>()[i] = static_cast<float>(v); break;
+    case DType::BF16: t.as<bf16>()[i] = numfmt::float_to_bf16(static_cast<float>(v)); break;
+    case DType::S32: t.as<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
+    case DType::U8: t.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(v); break;
+  }
+}
+}  // namespace
+
+void Tensor::fill_random(std::uint64_t seed) {
+  if (!buffer.data()) allocate();
+  const std::int64_t n = static_cast<std::int64_t>(size());
+  parallel_for(n, [&](std::int64_t b, std::int64_t e, int) {
+    std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + std::uint64_t(b));
+    std::uniform_real_distribution<double> u(lo, hi);
+    for (std::int64_t i = b; i < e; ++i) {
+      const double v = u(rng);
+      store(*this, std::size_t(i), dtype == DType::S32 ? std::floor(v) : v);
+    }
+  });
+}
+
+void Tensor::fill_from(const std::vector<double>& values) {
+  if (!buffer.data()) allocate();
+  if (values.size() != size()) throw InputError(fmt::format("tensor {}: {} values for {} elements", name, values.size(), size()));
+  for (std::size_t i = 0; i < values.size(); ++i) store(*this, i, values[i]);
+}
+
+std::vector<double> Tensor::to_double() const {
+  std::vector<double> out(size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    switch (dtype) {
+      case DType::F64: out[i] = as<double>()[i]; break;
+      case DType::F32: out[i] = as<float>()[i]; break;
+      case DType::BF16: out[i] = numfmt::bf16_to_float(as<bf16>()[i]); break;
+      case DType::S32: {
+        const auto v = as<std::int32_t>()[i];
+        out[i] = v == std::numeric_limits<std::int32_t>::min() ? NAN : double(v);
+        break;
+      }
+      case DType::U8: out[i] = as<std::uint8_t>()[i]; break;
+    }
+  }
+  return out;
+}
+
+void Tensor::poison() {
+  if (!buffer.data()) allocate();
+  for (std::size_t i = 0; i < size(); ++i) {
+    if (dtype == DType::S32) as<std::int32_t>()[i] = std::numeric_limits<std::int32_t>::min();
+    else if (dtype == DType::U8) as<std::uint8_t>()[i] = 0xff;
+    else store(*this, i, NAN);
+  }
+}
+
+std::vector<std::vector<double>> Kernel::results() const {
+  std::vector<std::vector<double>> out;
+  for (const auto& t : outputs) out.push_back(t.to_double());
+  return out;
+}
+
+std::vector<KernelEntry>& kernel_registry() {
+  static std::vector<KernelEntry> registry;
+  return registry;
+}
+bool register_kernel(KernelEntry e) {
+  kernel_registry().push_back(std::move(e));
+  return true;
+}
+const KernelEntry* find_kernel(std::string_view backend, const OpInstance& inst) {
+  for (const auto& e : kernel_registry())
+    if (e.backend == backend && e.op == inst.op && e.supports(inst)) return &e;
+  return nullptr;
+}
+
+// ---- thread pool ------------------------------------------------------------------------------
+namespace {
+
+class Pool {
+ public:
+  static Pool& get() {
+    static Pool pool;
+    return pool;
+  }
+  int threads() const { return threads_; }
+  int cores() const { return std::max(1, hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_CORE)); }
+  void resize(int n) {
+    stop_workers();
+    start(n);
+  }
+  void run(std::int64_t n, const std::function<void(std::int64_t, std::int64_t, int)>& fn, std::int64_t grain) {
+    const int t = static_cast<int>(std::min<std::int64_t>(threads_, std::max<std::int64_t>(n / std::max<std::int64_t>(grain, 1), 1)));
+    if (t <= 1 || running_.exchange(true)) {  // nested calls run inline
+      fn(0, n, 0);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      job_ = &fn;
+      n_ = n;
+      active_ = t;
+      pending_ = t - 1;
+      ++generation_;
+    }
+    cv_.notify_all();
+    chunk(0);
+    std::unique_lock<std::mutex> lk(m_);
+    done_cv_.wait(lk, [&] { return pending_ == 0; });
+    running_ = false;
+  }
+  ~Pool() { stop_workers(); }
+
+ private:
+  Pool() {
+    hwloc_topology_init(&topo_);
+    hwloc_topology_load(topo_);
+    start(0);
+  }
+  void chunk(int w) {
+    const std::int64_t b = n_ * w / active_, e = n_ * (w + 1) / active_;
+    if (b < e) (*job_)(b, e, w);
+  }
+  void pin(int w) {
+    const int cores = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_CORE);
+    if (cores <= 0) return;
+    hwloc_obj_t core = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_CORE, unsigned(w % cores));
+    if (core && core->cpuset) hwloc_set_cpubind(topo_, core->cpuset, HWLOC_CPUBIND_THREAD);
+  }
+  void start(int n) {
+    const int cores = std::max(1, hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_CORE));
+    threads_ = n > 0 ? n : cores;
+    stop_ = false;
+    for (int w = 1; w < threads_; ++w)
+      workers_.emplace_back([this, w, seen = generation_]() mutable {
+        pin(w);
+        for (;;) {
+          {
+            std::unique_lock<std::mutex> lk(m_);
+            cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
+            if (stop_) return;
+            seen = generation_;
+          }
+          if (w < active_) chunk(w);
+          std::lock_guard<std::mutex> lk(m_);
+          if (w < active_ && --pending_ == 0) done_cv_.notify_one();
+        }
+      });
+  }
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  hwloc_topology_t topo_{};
+  std::vector<std::thread> workers_;
+  std::mutex m_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(std::int64_t, std::int64_t, int)>* job_ = nullptr;
+  std::int64_t n_ = 0;
+  int threads_ = 1, active_ = 1, pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::atomic<bool> running_{false};
+};
+
+}  // namespace
+
+int pool_threads() { return Pool::get().threads(); }
+void set_pool_threads(int n) {
+  if ((n > 0 ? n : Pool::get().cores()) == Pool::get().threads()) return;
+  Pool::get().resize(n);
+}
+void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t, int)>& fn,
+                  std::int64_t grain) {
+  Pool::get().run(n, fn, grain);
+}
+
+}  // namespace rafter::workloads::cpu

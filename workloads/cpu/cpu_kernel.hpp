@@ -1,0 +1,216 @@
+// The CPU backend's building blocks: host tensors in their storage type (fp64, fp32, bf16, int),
+// a pinned thread pool (hwloc), a kernel interface bound to one operator instance, and the
+// registry through which kernel files declare what they run. Private to workloads/cpu.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "rafter/workloads/formats.hpp"
+#include "rafter/workloads/operator.hpp"
+
+namespace rafter::workloads::cpu {
+
+using bf16 = std::uint16_t;
+
+enum class DType { F64, F32, BF16, S32, U8 };
+std::size_t dtype_bytes(DType t);
+// Storage dtype of an activation precision ("fp32" → F32, "bf16" → BF16); throws otherwise.
+DType activation_dtype(std::string_view precision);
+
+// 64-byte aligned storage, first touched by the pool's threads (pages land where they are used).
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::size_t bytes);
+  ~Buffer();
+  Buffer(Buffer&& o) noexcept;
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> dims;
+  double lo = -1, hi = 1;  // range of random values (S32: integers in [lo, hi))
+  Buffer buffer;
+
+  std::size_t size() const;
+  void allocate();
+  void fill_random(std::uint64_t seed);
+  void fill_from(const std::vector<double>& values);
+  std::vector<double> to_double() const;
+  void poison();  // NaN (floats) or INT32_MIN (ints, decoded as NaN)
+  template <class T>
+  T* as() const { return static_cast<T*>(buffer.data()); }
+};
+
+inline Tensor make_tensor(std::string name, DType dtype, std::vector<std::int64_t> dims, double lo = -1,
+                          double hi = 1) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dtype = dtype;
+  t.dims = std::move(dims);
+  t.lo = lo;
+  t.hi = hi;
+  return t;
+}
+
+// One operator instance ready to run: declares its tensors in the constructor, may derive data
+// from the inputs in prepare() (quantized operands, tables, in-place copies), runs in run().
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  std::vector<Tensor> inputs, outputs;
+  std::string emulated_via;                              // set when the precision is emulated
+  nlohmann::json details = nlohmann::json::object();     // algorithm, library, ...
+  virtual void poison() {  // before the check: a kernel that forgets an output fails it
+    for (auto& t : outputs) t.poison();
+  }
+  virtual void prepare() {}
+  virtual void run() = 0;
+  virtual std::vector<std::vector<double>> results() const;
+};
+
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const OpInstance&)>;
+struct KernelEntry {
+  std::string op;
+  std::string backend;  // "cpu.native" or "cpu.onednn"
+  std::function<bool(const OpInstance&)> supports;
+  KernelFactory make;
+};
+std::vector<KernelEntry>& kernel_registry();
+bool register_kernel(KernelEntry e);
+const KernelEntry* find_kernel(std::string_view backend, const OpInstance& inst);
+
+// Thread pool: workers pinned one per core (hwloc); the calling thread is worker 0.
+int pool_threads();
+void set_pool_threads(int n);  // 0 = all cores
+// Splits [0, n) into contiguous chunks, one per worker; fn(begin, end, worker). `grain` is the
+// fewest items worth a thread of their own: tiny calls stay on the caller (no wake-up latency).
+void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t, int)>& fn,
+                  std::int64_t grain = 1);
+// Items per thread for row-wise kernels so that a thread gets at least ~64 KiB of work.
+inline std::int64_t row_grain(std::int64_t row_elements) { return std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, row_elements)); }
+
+// Storage access: fp32 arithmetic on fp32 or bf16 storage.
+static inline float ld(const float* p, std::int64_t i) { return p[i]; }
+static inline float ld(const bf16* p, std::int64_t i) {
+  const std::uint32_t u = static_cast<std::uint32_t>(p[i]) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+static inline void st(float* p, std::int64_t i, float v) { p[i] = v; }
+static inline void st(bf16* p, std::int64_t i, float v) {  // round to nearest even (finite values)
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  p[i] = static_cast<bf16>(u >> 16);
+}
+
+// exp for fp32 kernels: 2^n · p(r) with a degree-6 polynomial, relative error < 2e-7 on the range
+// softmax needs; branch-free so the compiler vectorizes loops that call it.
+static inline float fast_exp(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  // Round to nearest by the 1.5·2^23 trick (vectorizes on plain SSE2, unlike nearbyint).
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = x - n * 0.693145751953125f - n * 1.42860682030941723212e-6f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+// Row reductions with 16 independent lanes: without -ffast-math the compiler may not reorder a
+// single float accumulator, so these are written lane-wise to vectorize. (static: the kernel files
+// are compiled with different ISA flags and must not share one out-of-line copy.)
+template <class T>
+static inline float sum_squares(const T* x, std::int64_t n) {
+  float acc[16] = {};
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] += ld(x, i + j) * ld(x, i + j);
+  float s = 0;
+  for (; i < n; ++i) s += ld(x, i) * ld(x, i);
+  for (float a : acc) s += a;
+  return s;
+}
+template <class A, class B>
+static inline float dot(const A* a, const B* b, std::int64_t n) {
+  float acc[16] = {};
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] += ld(a, i + j) * ld(b, i + j);
+  float s = 0;
+  for (; i < n; ++i) s += ld(a, i) * ld(b, i);
+  for (float v : acc) s += v;
+  return s;
+}
+template <class T>
+static inline float row_max(const T* x, std::int64_t n, float scale = 1.0f) {
+  float acc[16];
+  for (float& a : acc) a = -INFINITY;
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) {
+      const float v = ld(x, i + j) * scale;
+      acc[j] = acc[j] > v ? acc[j] : v;
+    }
+  float m = -INFINITY;
+  for (; i < n; ++i) m = std::max(m, ld(x, i) * scale);
+  for (float a : acc) m = std::max(m, a);
+  return m;
+}
+// Σ exp(x·scale − mx)
+template <class T>
+static inline float sum_exp(const T* x, std::int64_t n, float mx, float scale = 1.0f) {
+  float acc[16] = {};
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] += fast_exp(ld(x, i + j) * scale - mx);
+  float s = 0;
+  for (; i < n; ++i) s += fast_exp(ld(x, i) * scale - mx);
+  for (float a : acc) s += a;
+  return s;
+}
+
+// The *_avx2.cpp kernel files are compiled for AVX2+FMA; they register only on CPUs that have it.
+bool cpu_has_avx2();
+
+// Dispatches a kernel template over fp32 / bf16 storage.
+template <template <class> class K>
+std::unique_ptr<Kernel> make_typed(const OpInstance& inst) {
+  if (activation_dtype(inst.precision) == DType::F32) return std::make_unique<K<float>>(inst);
+  return std::make_unique<K<bf16>>(inst);
+}
+bool is_activation_precision(const OpInstance& inst);  // fp32 or bf16
+
+}  // namespace rafter::workloads::cpu
+
+#define RAFTER_CPU_CONCAT_(a, b) a##b
+#define RAFTER_CPU_CONCAT(a, b) RAFTER_CPU_CONCAT_(a, b)
+#define RAFTER_REGISTER_CPU_KERNEL(...)                                                    \
+  static const bool RAFTER_CPU_CONCAT(rafter_cpu_kernel_, __LINE__) [[maybe_unused]] = \
+      ::rafter::workloads::cpu::register_kernel(__VA_ARGS__)

@@ -1,0 +1,145 @@
+// Native CPU kernels of embedding (gather / scatter-add), cross_entropy (fused log-softmax,
+// fwd/bwd) and the AdamW step (FP32 master weights and moments, low-precision gradient and copy).
+// Comparisons (clamps, selects) may not trap: lets the compiler if-convert and vectorize them.
+#pragma GCC optimize("no-trapping-math")
+#include <algorithm>
+#include <cmath>
+
+#include "cpu_kernel.hpp"
+#include "rafter/workloads/adamw.hpp"
+
+namespace rafter::workloads::cpu {
+namespace {
+
+template <class T>
+constexpr DType dtype_of() { return std::is_same_v<T, float> ? DType::F32 : DType::BF16; }
+
+template <class T>
+class EmbeddingKernel : public Kernel {
+ public:
+  explicit EmbeddingKernel(const OpInstance& inst)
+      : t_(shape_value(inst, "tokens")), h_(shape_value(inst, "hidden")), v_(shape_value(inst, "vocab")),
+        bwd_(inst.phase == "bwd") {
+    inputs.push_back(make_tensor("ids", DType::S32, {t_}, 0, double(v_)));
+    if (bwd_) {
+      inputs.push_back(make_tensor("dy", dtype_of<T>(), {t_, h_}));
+      inputs.push_back(make_tensor("dW_in", DType::F32, {v_, h_}));
+      outputs.push_back(make_tensor("dW", DType::F32, {v_, h_}));
+    } else {
+      inputs.push_back(make_tensor("table", dtype_of<T>(), {v_, h_}));
+      outputs.push_back(make_tensor("y", dtype_of<T>(), {t_, h_}));
+    }
+  }
+  void prepare() override {  // the gradient accumulates in place
+    if (bwd_) std::memcpy(outputs[0].buffer.data(), inputs[2].buffer.data(), outputs[0].size() * 4);
+  }
+  void run() override {
+    const auto* ids = inputs[0].as<std::int32_t>();
+    if (!bwd_) {
+      const T* table = inputs[1].as<T>();
+      T* y = outputs[0].as<T>();
+      parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
+        for (std::int64_t r = b; r < e; ++r) std::memcpy(y + r * h_, table + std::int64_t(ids[r]) * h_, std::size_t(h_) * sizeof(T));
+      }, row_grain(h_));
+      return;
+    }
+    const T* dy = inputs[1].as<T>();
+    float* dW = outputs[0].as<float>();
+    // Threads own column slices: repeated ids never race.
+    parallel_for(h_, [&](std::int64_t c0, std::int64_t c1, int) {
+      for (std::int64_t r = 0; r < t_; ++r) {
+        float* row = dW + std::int64_t(ids[r]) * h_;
+        for (std::int64_t c = c0; c < c1; ++c) row[c] += ld(dy, r * h_ + c);
+      }
+    }, row_grain(t_));
+  }
+
+ private:
+  std::int64_t t_, h_, v_;
+  bool bwd_;
+};
+
+template <class T>
+class CrossEntropyKernel : public Kernel {
+ public:
+  explicit CrossEntropyKernel(const OpInstance& inst)
+      : t_(shape_value(inst, "tokens")), v_(shape_value(inst, "vocab")), bwd_(inst.phase == "bwd") {
+    inputs.push_back(make_tensor("logits", dtype_of<T>(), {t_, v_}, -5, 5));
+    inputs.push_back(make_tensor("labels", DType::S32, {t_}, 0, double(v_)));
+    if (bwd_) outputs.push_back(make_tensor("dlogits", dtype_of<T>(), {t_, v_}));
+    else outputs.push_back(make_tensor("loss", DType::F32, {t_}));
+  }
+  void run() override {
+    const T* z = inputs[0].as<T>();
+    const auto* labels = inputs[1].as<std::int32_t>();
+    parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t r = b; r < e; ++r) {
+        const T* zr = z + r * v_;
+        const float mx = row_max(zr, v_), sum = sum_exp(zr, v_, mx);
+        const std::int64_t label = labels[r];
+        if (!bwd_) {
+          outputs[0].as<float>()[r] = std::log(sum) + mx - ld(zr, label);
+          continue;
+        }
+        T* d = outputs[0].as<T>() + r * v_;
+        const float inv = 1.0f / sum;
+        for (std::int64_t j = 0; j < v_; ++j) st(d, j, fast_exp(ld(zr, j) - mx) * inv);
+        st(d, label, ld(d, label) - 1.0f);
+      }
+    }, row_grain(v_));
+  }
+
+ private:
+  std::int64_t t_, v_;
+  bool bwd_;
+};
+
+template <class T>
+class AdamwKernel : public Kernel {
+ public:
+  explicit AdamwKernel(const OpInstance& inst) : n_(shape_value(inst, "params")) {
+    inputs.push_back(make_tensor("p", DType::F32, {n_}));
+    inputs.push_back(make_tensor("m", DType::F32, {n_}, -1e-2, 1e-2));
+    inputs.push_back(make_tensor("v", DType::F32, {n_}, 1e-6, 1e-4));
+    inputs.push_back(make_tensor("g", dtype_of<T>(), {n_}, -1e-2, 1e-2));
+    outputs.push_back(make_tensor("p_out", DType::F32, {n_}));
+    outputs.push_back(make_tensor("m_out", DType::F32, {n_}));
+    outputs.push_back(make_tensor("v_out", DType::F32, {n_}));
+    outputs.push_back(make_tensor("copy", dtype_of<T>(), {n_}));
+  }
+  void prepare() override {  // the step updates p, m, v in place
+    for (int i = 0; i < 3; ++i) std::memcpy(outputs[std::size_t(i)].buffer.data(), inputs[std::size_t(i)].buffer.data(), std::size_t(n_) * 4);
+  }
+  void run() override {
+    const AdamwHyper hp;
+    const float b1 = float(hp.beta1), b2 = float(hp.beta2), lr = float(hp.lr), eps = float(hp.eps),
+                wd = float(hp.weight_decay);
+    const float c1 = 1.0f / float(1 - std::pow(hp.beta1, hp.step)), c2 = 1.0f / float(1 - std::pow(hp.beta2, hp.step));
+    float *p = outputs[0].as<float>(), *m = outputs[1].as<float>(), *v = outputs[2].as<float>();
+    const T* g = inputs[3].as<T>();
+    T* copy = outputs[3].as<T>();
+    parallel_for(n_, [&](std::int64_t lo, std::int64_t hi, int) {
+      for (std::int64_t i = lo; i < hi; ++i) {
+        const float gi = ld(g, i);
+        const float mi = b1 * m[i] + (1 - b1) * gi, vi = b2 * v[i] + (1 - b2) * gi * gi;
+        const float w = p[i] - lr * ((mi * c1) / (std::sqrt(vi * c2) + eps) + wd * p[i]);
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = w;
+        st(copy, i, w);
+      }
+    }, 16384);
+  }
+
+ private:
+  std::int64_t n_;
+};
+
+bool activation(const OpInstance& i) { return cpu_has_avx2() && is_activation_precision(i); }
+
+RAFTER_REGISTER_CPU_KERNEL({"embedding", "cpu.native", activation, make_typed<EmbeddingKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"cross_entropy", "cpu.native", activation, make_typed<CrossEntropyKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"adamw", "cpu.native", activation, make_typed<AdamwKernel>});
+
+}  // namespace
+}  // namespace rafter::workloads::cpu

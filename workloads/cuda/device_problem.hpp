@@ -1,0 +1,57 @@
+// Device tensors for one operator instance: either the check problem's FP64 inputs (rounded in
+// place to the device's storage type first, so the FP64 reference sees what the GPU sees) or, for
+// timing at full size, random data generated on the GPU. Outputs are poisoned (NaN) first.
+#pragma once
+#include <deque>
+#include <string>
+
+#include "cuda_util.hpp"
+#include "op_timer.hpp"
+#include "rafter/workloads/operator.hpp"
+
+namespace rafter::workloads::cuda {
+
+class DeviceProblem {
+ public:
+  // `problem` null: random inputs of the given sizes (timing); else the check problem.
+  DeviceProblem(Problem* problem, std::uint64_t seed) : problem_(problem), seed_(seed) {}
+
+  // Input `index` of the problem as `t`, `count` elements; random in [lo, hi) without a problem.
+  DeviceTensor& input(std::size_t index, DType t, std::size_t count, double lo = -1, double hi = 1,
+                      double scale = 1.0);
+  // A poisoned output; `check_index` is its position in problem.outputs (-1: scratch, not checked).
+  DeviceTensor& output(DType t, std::size_t count, int check_index, double scale = 1.0);
+  // An input that is updated in place and also checked as output `check_index`.
+  DeviceTensor& in_out(std::size_t index, DType t, std::size_t count, int check_index, double lo = -1,
+                       double hi = 1);
+  DeviceTensor& scratch(DType t, std::size_t count);
+  // Keeps a tensor made elsewhere (e.g. uploaded in another layout) alive with the others.
+  DeviceTensor& adopt(DeviceTensor&& t);
+  bool checking() const { return problem_ != nullptr; }
+  Problem* problem() const { return problem_; }
+
+  // Downloads the checked outputs in problem.outputs order.
+  std::vector<std::vector<double>> results() const;
+
+ private:
+  struct Checked {
+    DeviceTensor* tensor;
+    int index;
+    double scale;
+  };
+  Problem* problem_;
+  std::uint64_t seed_;
+  std::deque<DeviceTensor> tensors_;  // deque: references stay valid as tensors are added
+  std::vector<Checked> checked_;
+};
+
+// Runs the catalogue check for `inst` with `bind` (which allocates through a DeviceProblem and
+// returns the launch), comparing with the FP64 reference; fills record.check.
+using BindFn = std::function<StreamFn(const OpInstance&, DeviceProblem&)>;
+void check_on_device(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record);
+// check (unless ctx.check is off), then timing at full size with random data; sets status.
+// `after_timing` runs while the full-size tensors are still alive (e.g. to time pieces).
+void check_and_time(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record,
+                    const std::function<void()>& after_timing = {});
+
+}  // namespace rafter::workloads::cuda

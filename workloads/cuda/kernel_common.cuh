@@ -1,0 +1,67 @@
+// Device helpers shared by our kernels: 16-byte vectors of 8 BF16 values, FP32 conversion, and
+// warp/block reductions. Included by workloads/cuda/*.cu only.
+#pragma once
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace rafter::workloads::cuda::dev {
+
+// 8 BF16 values in one 16-byte load/store.
+struct alignas(16) Bf16x8 {
+  __nv_bfloat162 h[4];
+};
+
+__device__ __forceinline__ Bf16x8 load8(const __nv_bfloat16* p) {
+  uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  return *reinterpret_cast<Bf16x8*>(&u);
+}
+// Streaming load: read once, keep it out of L1 (evict-first in L2 is not needed for HBM streams).
+__device__ __forceinline__ Bf16x8 load8_stream(const __nv_bfloat16* p) {
+  uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
+  return *reinterpret_cast<Bf16x8*>(&u);
+}
+__device__ __forceinline__ void store8(__nv_bfloat16* p, const Bf16x8& v) {
+  *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&v);
+}
+__device__ __forceinline__ void to_float8(const Bf16x8& v, float (&f)[8]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 t = __bfloat1622float2(v.h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+__device__ __forceinline__ Bf16x8 from_float8(const float (&f)[8]) {
+  Bf16x8 v;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v.h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+  return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Block-wide sum/max; `scratch` holds 32 floats; every thread gets the result.
+template <bool IsMax>
+__device__ __forceinline__ float block_reduce(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  v = IsMax ? warp_max(v) : warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float r = lane < warps ? scratch[lane] : (IsMax ? -INFINITY : 0.f);
+  return IsMax ? warp_max(r) : warp_sum(r);
+}
+
+__device__ __forceinline__ float silu(float g) { return g / (1.f + __expf(-g)); }
+
+}  // namespace rafter::workloads::cuda::dev

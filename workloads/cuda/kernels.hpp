@@ -1,0 +1,83 @@
+// Our memory-bound CUDA kernels (BF16 data, FP32 arithmetic, 16-byte accesses where the row length
+// allows, one block per row with the row held in registers for the row-wise ones). Each launcher
+// enqueues on `stream` and checks the launch; the caller checks results against the catalogue's
+// FP64 reference (native_backend.cpp).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rafter::workloads::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// y = x · rsqrt(mean(x²) + eps) · w, rows of `cols`; rstd (nullable) receives the per-row factor.
+void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, float* rstd, std::int64_t rows,
+                 std::int64_t cols, float eps, cudaStream_t stream);
+// dx = r·(dy·w) − x·r³·mean(dy·w·x); dw = Σ_rows dy·x·r (FP32, through per-block partials in
+// `partials`, which must hold rmsnorm_bwd_partials(rows, cols) floats).
+std::int64_t rmsnorm_bwd_partials(std::int64_t rows, std::int64_t cols);
+void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, float* partials,
+                 std::int64_t rows, std::int64_t cols, float eps, cudaStream_t stream);
+
+// On the fused projection output gate_up [tokens, 2·ffn] (gate first): y = silu(gate)·up [tokens, ffn];
+// backward writes d_gate_up [tokens, 2·ffn] from dy.
+void swiglu_fwd(const bf16* gate_up, bf16* y, std::int64_t tokens, std::int64_t ffn, cudaStream_t stream);
+void swiglu_bwd(const bf16* gate_up, const bf16* dy, bf16* d_gate_up, std::int64_t tokens, std::int64_t ffn,
+                cudaStream_t stream);
+
+// y = softmax(scale · x) along rows of `cols`; with causal, row r is query (r mod q_len) at key
+// position (r mod q_len) + cols − q_len and sees keys ≤ that; masked entries are written as 0.
+void softmax_fwd(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, std::int64_t q_len,
+                 float scale, bool causal, cudaStream_t stream);
+
+// Rotary embedding (rotate-half pairing i ↔ i + d/2, as Llama's reference code) on q [tokens,
+// q_heads, d] and k [tokens, kv_heads, d] (k may be null with kv_heads = 0); token t has position
+// t mod seq; θ_i = base^(−2i/d); `inverse` rotates by −θ (the backward).
+void rope_fwd(const bf16* q, const bf16* k, bf16* q_out, bf16* k_out, std::int64_t tokens,
+              std::int64_t seq, std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim,
+              float base, bool inverse, cudaStream_t stream);
+
+void residual_add(const bf16* a, const bf16* b, bf16* out, std::int64_t n, cudaStream_t stream);
+
+// out[t, :] = table[ids[t], :]; dtable[ids[t], :] += dout[t, :] (FP32 accumulation, atomics).
+void embedding_fwd(const std::int32_t* ids, const bf16* table, bf16* out, std::int64_t tokens,
+                   std::int64_t hidden, cudaStream_t stream);
+void embedding_bwd(const std::int32_t* ids, const bf16* dout, float* dtable, std::int64_t tokens,
+                   std::int64_t hidden, cudaStream_t stream);
+
+// The same scatter-add without atomics: ids radix-sorted with their positions, then one writer per
+// distinct id (kernels_embedding.cu). `workspace` holds embedding_bwd_workspace_bytes(tokens).
+std::size_t embedding_bwd_workspace_bytes(std::int64_t tokens);
+void embedding_bwd_sorted(const std::int32_t* ids, const bf16* dout, float* dtable, std::int64_t tokens,
+                          std::int64_t hidden, std::int64_t vocab, void* workspace, cudaStream_t stream);
+
+// Cross-entropy over the vocabulary fused with its log-softmax: loss[t] = lse_t − logit[t, y_t];
+// lse (nullable) saved for the backward. Backward: dlogits = (softmax − onehot) · dloss_scale.
+void cross_entropy_fwd(const bf16* logits, const std::int32_t* targets, float* loss, float* lse,
+                       std::int64_t tokens, std::int64_t vocab, cudaStream_t stream);
+void cross_entropy_bwd(const bf16* logits, const std::int32_t* targets, const float* lse,
+                       bf16* dlogits, std::int64_t tokens, std::int64_t vocab, float dloss_scale,
+                       cudaStream_t stream);
+// Backward from the logits alone, row in registers (vocab ≤ 32768); kept for comparison: the
+// online two-pass kernel below keeps more rows in flight and is what the backend runs.
+void cross_entropy_bwd_fused(const bf16* logits, const std::int32_t* targets, float* lse_scratch,
+                             bf16* dlogits, std::int64_t tokens, std::int64_t vocab, float dloss_scale,
+                             cudaStream_t stream);
+
+// AdamW on FP32 master weights with a BF16 gradient; writes the BF16 copy of the new weights.
+struct AdamWParams {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+  int step = 1;
+};
+void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weight_bf16, std::int64_t n,
+                const AdamWParams& p, cudaStream_t stream);
+
+// Backward from the logits alone: an online max/sum pass, then a re-read of the row from L2; one
+// HBM read and one write per logit, any vocabulary size.
+void cross_entropy_bwd_online(const bf16* logits, const std::int32_t* targets, bf16* dlogits, std::int64_t tokens,
+                              std::int64_t vocab, float dloss_scale, cudaStream_t stream);
+
+}  // namespace rafter::workloads::cuda

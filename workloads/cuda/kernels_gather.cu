@@ -1,0 +1,308 @@
+// RoPE, embedding gather / scatter-add, cross-entropy (fused log-softmax) and AdamW.
+#include "kernel_common.cuh"
+#include "kernels.hpp"
+#include "cuda_util.hpp"
+
+namespace rafter::workloads::cuda {
+namespace {
+
+using namespace dev;
+
+int blocks_for(std::int64_t items, int threads = 256) {
+  std::int64_t b = (items + threads - 1) / threads;
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(b, 1 << 20)));
+}
+
+// One thread per (token, 8-value vector of the first half of the head): its 8 angles' sin/cos are
+// computed once and applied to every head of q, then of k (rotate-half pairing with the vector d/2
+// further), four heads' loads in flight at a time.
+__device__ __forceinline__ void rope_heads(const bf16* __restrict__ src, bf16* __restrict__ dst, int heads, int d,
+                                           const float (&c)[8], const float (&s)[8]) {
+  constexpr int kUnroll = 4;
+  for (int h0 = 0; h0 < heads; h0 += kUnroll) {
+    float lo[kUnroll][8], hi[kUnroll][8];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (h0 + u < heads) {
+        to_float8(load8_stream(src + (h0 + u) * d), lo[u]);
+        to_float8(load8_stream(src + (h0 + u) * d + d / 2), hi[u]);
+      }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (h0 + u < heads) {
+        float olo[8], ohi[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          olo[e] = lo[u][e] * c[e] - hi[u][e] * s[e];
+          ohi[e] = hi[u][e] * c[e] + lo[u][e] * s[e];
+        }
+        store8(dst + (h0 + u) * d, from_float8(olo));
+        store8(dst + (h0 + u) * d + d / 2, from_float8(ohi));
+      }
+  }
+}
+
+__global__ void rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k, bf16* __restrict__ qo,
+                            bf16* __restrict__ ko, std::int64_t tokens, std::int64_t seq, int q_heads,
+                            int kv_heads, int d, float log2_base, float sign) {
+  const int half_vecs = d / 16;
+  const std::int64_t items = tokens * half_vecs;
+  for (std::int64_t it = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; it < items;
+       it += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t token = it / half_vecs;
+    const int j = static_cast<int>(it % half_vecs) * 8;
+    const float pos = static_cast<float>(token % seq);
+    float c[8], s[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float inv_freq = exp2f(-log2_base * (2.f * (j + e)) / d);
+      sincosf(pos * inv_freq, &s[e], &c[e]);
+      s[e] *= sign;
+    }
+    rope_heads(q + token * q_heads * d + j, qo + token * q_heads * d + j, q_heads, d, c, s);
+    if (k) rope_heads(k + token * kv_heads * d + j, ko + token * kv_heads * d + j, kv_heads, d, c, s);
+  }
+}
+
+__global__ void embedding_fwd_kernel(const std::int32_t* __restrict__ ids, const bf16* __restrict__ table,
+                                     bf16* __restrict__ out, std::int64_t tokens, int hidden) {
+  const int vecs = hidden / 8;
+  for (std::int64_t it = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; it < tokens * vecs;
+       it += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t t = it / vecs;
+    int v = static_cast<int>(it % vecs);
+    store8(out + t * hidden + v * 8, load8(table + std::int64_t(ids[t]) * hidden + v * 8));
+  }
+}
+
+__global__ void embedding_bwd_kernel(const std::int32_t* __restrict__ ids, const bf16* __restrict__ dout,
+                                     float* __restrict__ dtable, std::int64_t tokens, int hidden) {
+  const int vecs = hidden / 8;
+  for (std::int64_t it = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; it < tokens * vecs;
+       it += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t t = it / vecs;
+    int v = static_cast<int>(it % vecs);
+    float g[8];
+    to_float8(load8_stream(dout + t * hidden + v * 8), g);
+    float* dst = dtable + std::int64_t(ids[t]) * hidden + v * 8;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float4*>(dst), make_float4(g[0], g[1], g[2], g[3]));
+    atomicAdd(reinterpret_cast<float4*>(dst + 4), make_float4(g[4], g[5], g[6], g[7]));
+#else
+    for (int e = 0; e < 8; ++e) atomicAdd(dst + e, g[e]);
+#endif
+  }
+}
+
+// A chunk of VEC logits as floats (VEC = 8: one 16-byte load; 1 when rows are not 16-byte aligned).
+template <int VEC>
+__device__ __forceinline__ void load_logits(const bf16* p, float (&f)[VEC]) {
+  if constexpr (VEC == 8) {
+    to_float8(load8_stream(p), f);
+  } else {
+    f[0] = __bfloat162float(p[0]);
+  }
+}
+
+// Forward: one pass with an online max/sum (log2 domain), the target logit picked on the way.
+template <int VEC>
+__global__ void cross_entropy_fwd_kernel(const bf16* __restrict__ logits, const std::int32_t* __restrict__ targets,
+                                         float* __restrict__ loss, float* __restrict__ lse_out, int vocab) {
+  __shared__ float scratch[32];
+  const std::int64_t row = blockIdx.x;
+  const bf16* x = logits + row * vocab;
+  const int chunks = vocab / VEC;
+  constexpr float kLog2e = 1.4426950408889634f;
+  float mx = -INFINITY, sum = 0.f;
+  for (int v = threadIdx.x; v < chunks; v += blockDim.x) {
+    float f[VEC];
+    load_logits<VEC>(x + v * VEC, f);
+    float local = f[0];
+#pragma unroll
+    for (int e = 1; e < VEC; ++e) local = fmaxf(local, f[e]);
+    float nm = fmaxf(mx, local * kLog2e);
+    sum *= exp2f(mx - nm);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) sum += exp2f(f[e] * kLog2e - nm);
+    mx = nm;
+  }
+  float gmx = block_reduce<true>(mx, scratch);
+  float gsum = block_reduce<false>(mx == -INFINITY ? 0.f : sum * exp2f(mx - gmx), scratch);
+  if (threadIdx.x == 0) {
+    float lse = (gmx + log2f(gsum)) / kLog2e;
+    loss[row] = lse - __bfloat162float(x[targets[row]]);
+    if (lse_out) lse_out[row] = lse;
+  }
+}
+
+// Backward: dlogits = (exp(x − lse) − [j = target]) · scale, one read and one write per logit.
+template <int VEC>
+__global__ void cross_entropy_bwd_kernel(const bf16* __restrict__ logits, const std::int32_t* __restrict__ targets,
+                                         const float* __restrict__ lse, bf16* __restrict__ dlogits, int vocab,
+                                         float scale) {
+  const std::int64_t row = blockIdx.x;
+  const float l = lse[row];
+  const int target = targets[row];
+  const int chunks = vocab / VEC;
+  for (int v = threadIdx.x; v < chunks; v += blockDim.x) {
+    float f[VEC];
+    load_logits<VEC>(logits + row * vocab + v * VEC, f);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) f[e] = (__expf(f[e] - l) - (v * VEC + e == target ? 1.f : 0.f)) * scale;
+    if constexpr (VEC == 8) {
+      store8(dlogits + row * vocab + v * 8, from_float8(f));
+    } else {
+      dlogits[row * vocab + v] = __float2bfloat16_rn(f[0]);
+    }
+  }
+}
+
+// Backward from the logits alone, one block per row: an online max/sum pass that leaves the row in
+// L2 (plain loads), then a second pass that re-reads it from L2 (last use) and writes the gradient.
+// HBM sees one read and one write per logit; the row is never held in registers, so many rows are
+// in flight per SM.
+template <int VEC>
+__global__ void cross_entropy_bwd_online_kernel(const bf16* __restrict__ logits, const std::int32_t* __restrict__ targets,
+                                                bf16* __restrict__ dlogits, int vocab, float scale) {
+  __shared__ float scratch[32];
+  const std::int64_t row = blockIdx.x;
+  const bf16* x = logits + row * vocab;
+  const int chunks = vocab / VEC;
+  constexpr float kLog2e = 1.4426950408889634f;
+  float mx = -INFINITY, sum = 0.f;
+  for (int v = threadIdx.x; v < chunks; v += blockDim.x) {
+    float f[VEC];
+    if constexpr (VEC == 8) to_float8(load8(x + v * 8), f);
+    else f[0] = __bfloat162float(x[v]);
+    float local = f[0];
+#pragma unroll
+    for (int e = 1; e < VEC; ++e) local = fmaxf(local, f[e]);
+    float nm = fmaxf(mx, local * kLog2e);
+    sum *= exp2f(mx - nm);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) sum += exp2f(f[e] * kLog2e - nm);
+    mx = nm;
+  }
+  const float gmx = block_reduce<true>(mx, scratch);
+  const float gsum = block_reduce<false>(mx == -INFINITY ? 0.f : sum * exp2f(mx - gmx), scratch);
+  const float lse2 = gmx + log2f(gsum);  // log2-domain log-sum-exp
+  const int target = targets[row];
+  for (int v = threadIdx.x; v < chunks; v += blockDim.x) {
+    float f[VEC];
+    load_logits<VEC>(x + v * VEC, f);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) f[e] = (exp2f(f[e] * kLog2e - lse2) - (v * VEC + e == target ? 1.f : 0.f)) * scale;
+    if constexpr (VEC == 8) {
+      store8(dlogits + row * vocab + v * 8, from_float8(f));
+    } else {
+      dlogits[row * vocab + v] = __float2bfloat16_rn(f[0]);
+    }
+  }
+}
+
+// 8 elements per thread: FP32 master, m, v as two float4 each, BF16 gradient and copy as one vector.
+__global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
+                             float* __restrict__ v, bf16* __restrict__ out, std::int64_t n, AdamWParams p,
+                             float bc1, float bc2) {
+  const std::int64_t vecs = n / 8;
+  for (std::int64_t it = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; it < vecs;
+       it += std::int64_t(gridDim.x) * blockDim.x) {
+    float g[8], w[8], mm[8], vv[8];
+    to_float8(load8_stream(grad + it * 8), g);
+    auto ld = [&](const float* src, float (&dst)[8]) {
+      float4 a = __ldcs(reinterpret_cast<const float4*>(src + it * 8));
+      float4 b = __ldcs(reinterpret_cast<const float4*>(src + it * 8 + 4));
+      dst[0] = a.x, dst[1] = a.y, dst[2] = a.z, dst[3] = a.w, dst[4] = b.x, dst[5] = b.y, dst[6] = b.z, dst[7] = b.w;
+    };
+    ld(master, w), ld(m, mm), ld(v, vv);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      mm[e] = p.beta1 * mm[e] + (1.f - p.beta1) * g[e];
+      vv[e] = p.beta2 * vv[e] + (1.f - p.beta2) * g[e] * g[e];
+      float update = (mm[e] / bc1) / (sqrtf(vv[e] / bc2) + p.eps);
+      w[e] = w[e] - p.lr * (update + p.weight_decay * w[e]);
+    }
+    auto st = [&](float* dst, const float (&src)[8]) {
+      __stcs(reinterpret_cast<float4*>(dst + it * 8), make_float4(src[0], src[1], src[2], src[3]));
+      __stcs(reinterpret_cast<float4*>(dst + it * 8 + 4), make_float4(src[4], src[5], src[6], src[7]));
+    };
+    st(master, w), st(m, mm), st(v, vv);
+    store8(out + it * 8, from_float8(w));
+  }
+  if (blockIdx.x == 0)  // n not a multiple of 8: the last few elements one by one
+    for (std::int64_t i = vecs * 8 + threadIdx.x; i < n; i += blockDim.x) {
+      float g = __bfloat162float(grad[i]);
+      float mm = p.beta1 * m[i] + (1.f - p.beta1) * g, vv = p.beta2 * v[i] + (1.f - p.beta2) * g * g;
+      float w = master[i];
+      w -= p.lr * ((mm / bc1) / (sqrtf(vv / bc2) + p.eps) + p.weight_decay * w);
+      master[i] = w, m[i] = mm, v[i] = vv;
+      out[i] = __float2bfloat16_rn(w);
+    }
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) throw InputError(what);
+}
+
+}  // namespace
+
+void rope_fwd(const bf16* q, const bf16* k, bf16* q_out, bf16* k_out, std::int64_t tokens, std::int64_t seq,
+              std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim, float base, bool inverse,
+              cudaStream_t stream) {
+  require(head_dim % 16 == 0, "rope: head_dim must be a multiple of 16");
+  std::int64_t items = tokens * (head_dim / 16);
+  rope_kernel<<<blocks_for(items), 256, 0, stream>>>(q, k, q_out, k_out, tokens, seq, int(q_heads), int(kv_heads),
+                                                     int(head_dim), std::log2(base),
+                                                     inverse ? -1.f : 1.f);
+  RAFTER_CUDA_LAUNCH_CHECK("rope_kernel");
+}
+
+void embedding_fwd(const std::int32_t* ids, const bf16* table, bf16* out, std::int64_t tokens, std::int64_t hidden,
+                   cudaStream_t stream) {
+  require(hidden % 8 == 0, "embedding: hidden must be a multiple of 8");
+  embedding_fwd_kernel<<<blocks_for(tokens * hidden / 8), 256, 0, stream>>>(ids, table, out, tokens, int(hidden));
+  RAFTER_CUDA_LAUNCH_CHECK("embedding_fwd_kernel");
+}
+
+void embedding_bwd(const std::int32_t* ids, const bf16* dout, float* dtable, std::int64_t tokens, std::int64_t hidden,
+                   cudaStream_t stream) {
+  require(hidden % 8 == 0, "embedding: hidden must be a multiple of 8");
+  embedding_bwd_kernel<<<blocks_for(tokens * hidden / 8), 256, 0, stream>>>(ids, dout, dtable, tokens, int(hidden));
+  RAFTER_CUDA_LAUNCH_CHECK("embedding_bwd_kernel");
+}
+
+void cross_entropy_fwd(const bf16* logits, const std::int32_t* targets, float* loss, float* lse, std::int64_t tokens,
+                       std::int64_t vocab, cudaStream_t stream) {
+  if (vocab % 8 == 0)
+    cross_entropy_fwd_kernel<8><<<tokens, 512, 0, stream>>>(logits, targets, loss, lse, int(vocab));
+  else
+    cross_entropy_fwd_kernel<1><<<tokens, 512, 0, stream>>>(logits, targets, loss, lse, int(vocab));
+  RAFTER_CUDA_LAUNCH_CHECK("cross_entropy_fwd_kernel");
+}
+
+void cross_entropy_bwd(const bf16* logits, const std::int32_t* targets, const float* lse, bf16* dlogits,
+                       std::int64_t tokens, std::int64_t vocab, float dloss_scale, cudaStream_t stream) {
+  if (vocab % 8 == 0)
+    cross_entropy_bwd_kernel<8><<<tokens, 512, 0, stream>>>(logits, targets, lse, dlogits, int(vocab), dloss_scale);
+  else
+    cross_entropy_bwd_kernel<1><<<tokens, 512, 0, stream>>>(logits, targets, lse, dlogits, int(vocab), dloss_scale);
+  RAFTER_CUDA_LAUNCH_CHECK("cross_entropy_bwd_kernel");
+}
+
+void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weight_bf16, std::int64_t n,
+                const AdamWParams& p, cudaStream_t stream) {
+  float bc1 = 1.f - std::pow(p.beta1, float(p.step)), bc2 = 1.f - std::pow(p.beta2, float(p.step));
+  adamw_kernel<<<blocks_for(n / 8 + 1), 256, 0, stream>>>(master, grad, m, v, weight_bf16, n, p, bc1, bc2);
+  RAFTER_CUDA_LAUNCH_CHECK("adamw_kernel");
+}
+
+void cross_entropy_bwd_online(const bf16* logits, const std::int32_t* targets, bf16* dlogits, std::int64_t tokens,
+                              std::int64_t vocab, float dloss_scale, cudaStream_t stream) {
+  if (vocab % 8 == 0)
+    cross_entropy_bwd_online_kernel<8><<<tokens, 256, 0, stream>>>(logits, targets, dlogits, int(vocab), dloss_scale);
+  else
+    cross_entropy_bwd_online_kernel<1><<<tokens, 256, 0, stream>>>(logits, targets, dlogits, int(vocab), dloss_scale);
+  RAFTER_CUDA_LAUNCH_CHECK("cross_entropy_bwd_online_kernel");
+}
+
+}  // namespace rafter::workloads::cuda

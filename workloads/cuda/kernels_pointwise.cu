@@ -1,0 +1,172 @@
+// Elementwise kernels: SwiGLU forward/backward (fused gate_up input) and residual add. 16-byte accesses (8 BF16 values) in a grid-stride loop with two
+// vectors per thread per iteration in flight; a scalar loop finishes lengths not multiple of 8.
+#include "kernel_common.cuh"
+#include "kernels.hpp"
+#include "cuda_util.hpp"
+
+namespace rafter::workloads::cuda {
+namespace {
+
+using namespace dev;
+
+int grid_for(std::int64_t items, int threads = 256) {
+  static int sms = [] {
+    int dev = 0, n = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    return n > 0 ? n : 132;
+  }();
+  std::int64_t want = (items + threads - 1) / threads;
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(want, std::int64_t(sms) * 16)));
+}
+
+// Input and output pointers by value (kernel parameters: no device allocation).
+template <int NIN, int NOUT>
+struct Ptrs {
+  const bf16* in[NIN];
+  bf16* out[NOUT];
+};
+
+struct Add {
+  __device__ void operator()(const float (&x)[2], float (&y)[1]) const { y[0] = x[0] + x[1]; }
+};
+
+// out_o = op(in_0..in_NIN-1) elementwise over n values.
+template <int NIN, int NOUT, class Op>
+__global__ void map_kernel_v(Ptrs<NIN, NOUT> p, std::int64_t n, Op op) {
+  const std::int64_t vecs = n / 8, stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < vecs; v += 2 * stride) {
+    float a[2][NIN][8];
+    const bool second = v + stride < vecs;
+#pragma unroll
+    for (int i = 0; i < NIN; ++i) {
+      to_float8(load8_stream(p.in[i] + v * 8), a[0][i]);
+      if (second) to_float8(load8_stream(p.in[i] + (v + stride) * 8), a[1][i]);
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (u == 1 && !second) break;
+      float r[NOUT][8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        float x[NIN], y[NOUT];
+#pragma unroll
+        for (int i = 0; i < NIN; ++i) x[i] = a[u][i][e];
+        op(x, y);
+#pragma unroll
+        for (int o = 0; o < NOUT; ++o) r[o][e] = y[o];
+      }
+#pragma unroll
+      for (int o = 0; o < NOUT; ++o) store8(p.out[o] + (v + u * stride) * 8, from_float8(r[o]));
+    }
+  }
+  if (blockIdx.x == 0)
+    for (std::int64_t e = vecs * 8 + threadIdx.x; e < n; e += blockDim.x) {
+      float x[NIN], y[NOUT];
+#pragma unroll
+      for (int i = 0; i < NIN; ++i) x[i] = __bfloat162float(p.in[i][e]);
+      op(x, y);
+#pragma unroll
+      for (int o = 0; o < NOUT; ++o) p.out[o][e] = __float2bfloat16_rn(y[o]);
+    }
+}
+
+template <int NIN, int NOUT, class Op>
+void launch_map(Ptrs<NIN, NOUT> p, std::int64_t n, Op op, cudaStream_t stream, const char* name) {
+  for (auto* q : p.in)
+    if (reinterpret_cast<std::uintptr_t>(q) % 16) throw InputError(std::string(name) + ": input not 16-byte aligned");
+  for (auto* q : p.out)
+    if (reinterpret_cast<std::uintptr_t>(q) % 16) throw InputError(std::string(name) + ": output not 16-byte aligned");
+  map_kernel_v<NIN, NOUT, Op><<<grid_for((n / 8 + 1) / 2), 256, 0, stream>>>(p, n, op);
+  RAFTER_CUDA_LAUNCH_CHECK(name);
+}
+
+}  // namespace
+
+namespace {
+
+// SwiGLU on the fused projection output gate_up [t, 2f]: grid.y walks rows, grid.x the row's
+// 8-value vectors (two per thread in flight); f not a multiple of 8 takes the scalar loop.
+template <bool Bwd>
+__global__ void swiglu_kernel(const bf16* __restrict__ gu, const bf16* __restrict__ dy, bf16* __restrict__ out,
+                              std::int64_t rows, std::int64_t f) {
+  const std::int64_t fv = f % 8 == 0 ? f / 8 : 0;
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const bf16* g_row = gu + r * 2 * f;
+    const bf16* u_row = g_row + f;
+    for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) * 2 + threadIdx.x; v < fv;
+         v += std::int64_t(gridDim.x) * blockDim.x * 2) {
+      const std::int64_t v2 = v + blockDim.x;
+      const bool second = v2 < fv;
+      float g[2][8], u[2][8], d[2][8];
+      to_float8(load8_stream(g_row + v * 8), g[0]);
+      to_float8(load8_stream(u_row + v * 8), u[0]);
+      if constexpr (Bwd) to_float8(load8_stream(dy + r * f + v * 8), d[0]);
+      if (second) {
+        to_float8(load8_stream(g_row + v2 * 8), g[1]);
+        to_float8(load8_stream(u_row + v2 * 8), u[1]);
+        if constexpr (Bwd) to_float8(load8_stream(dy + r * f + v2 * 8), d[1]);
+      }
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        if (k == 1 && !second) break;
+        const std::int64_t vv = k == 0 ? v : v2;
+        float o1[8], o2[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          float sg = 1.f / (1.f + __expf(-g[k][e]));
+          if constexpr (Bwd) {
+            o1[e] = d[k][e] * u[k][e] * sg * (1.f + g[k][e] * (1.f - sg));
+            o2[e] = d[k][e] * g[k][e] * sg;
+          } else {
+            o1[e] = g[k][e] * sg * u[k][e];
+          }
+        }
+        if constexpr (Bwd) {
+          store8(out + r * 2 * f + vv * 8, from_float8(o1));
+          store8(out + r * 2 * f + f + vv * 8, from_float8(o2));
+        } else {
+          store8(out + r * f + vv * 8, from_float8(o1));
+        }
+      }
+    }
+    if (fv == 0)
+      for (std::int64_t c = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; c < f;
+           c += std::int64_t(gridDim.x) * blockDim.x) {
+        float g = __bfloat162float(g_row[c]), u = __bfloat162float(u_row[c]);
+        float sg = 1.f / (1.f + __expf(-g));
+        if constexpr (Bwd) {
+          float dd = __bfloat162float(dy[r * f + c]);
+          out[r * 2 * f + c] = __float2bfloat16_rn(dd * u * sg * (1.f + g * (1.f - sg)));
+          out[r * 2 * f + f + c] = __float2bfloat16_rn(dd * g * sg);
+        } else {
+          out[r * f + c] = __float2bfloat16_rn(g * sg * u);
+        }
+      }
+  }
+}
+
+dim3 swiglu_grid(std::int64_t rows, std::int64_t f) {
+  std::int64_t per_row = f % 8 == 0 ? (f / 8 + 511) / 512 : (f + 255) / 256;
+  return dim3(static_cast<unsigned>(std::max<std::int64_t>(per_row, 1)),
+              static_cast<unsigned>(std::min<std::int64_t>(rows, 65535)));
+}
+
+}  // namespace
+
+void swiglu_fwd(const bf16* gate_up, bf16* out, std::int64_t tokens, std::int64_t ffn, cudaStream_t stream) {
+  swiglu_kernel<false><<<swiglu_grid(tokens, ffn), 256, 0, stream>>>(gate_up, nullptr, out, tokens, ffn);
+  RAFTER_CUDA_LAUNCH_CHECK("swiglu_fwd");
+}
+
+void swiglu_bwd(const bf16* gate_up, const bf16* dy, bf16* d_gate_up, std::int64_t tokens, std::int64_t ffn,
+                cudaStream_t stream) {
+  swiglu_kernel<true><<<swiglu_grid(tokens, ffn), 256, 0, stream>>>(gate_up, dy, d_gate_up, tokens, ffn);
+  RAFTER_CUDA_LAUNCH_CHECK("swiglu_bwd");
+}
+
+void residual_add(const bf16* a, const bf16* b, bf16* out, std::int64_t n, cudaStream_t stream) {
+  launch_map<2, 1>({{a, b}, {out}}, n, Add{}, stream, "residual_add");
+}
+
+}  // namespace rafter::workloads::cuda

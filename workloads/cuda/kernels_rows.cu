@@ -1,0 +1,367 @@
+// Row-wise kernels: RMSNorm forward/backward, softmax (scale + causal mask), cross-entropy backward. One block per row;
+// each thread holds CPT chunks of VEC elements in registers (VEC = 8: one 16-byte access per
+// chunk; VEC = 1 when the row length is not a multiple of 8), so the row is read from HBM once.
+#include "kernel_common.cuh"
+#include "kernels.hpp"
+#include "cuda_util.hpp"
+
+namespace rafter::workloads::cuda {
+namespace {
+
+using namespace dev;
+
+template <int VEC>
+__device__ __forceinline__ void load_chunk(const bf16* __restrict__ p, float (&f)[VEC]) {
+  if constexpr (VEC == 8) {
+    float t[8];
+    to_float8(load8(p), t);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) f[i] = t[i];
+  } else {
+    f[0] = __bfloat162float(p[0]);
+  }
+}
+template <int VEC>
+__device__ __forceinline__ void store_chunk(bf16* __restrict__ p, const float (&f)[VEC]) {
+  if constexpr (VEC == 8) {
+    float t[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) t[i] = f[i];
+    store8(p, from_float8(t));
+  } else {
+    p[0] = __float2bfloat16_rn(f[0]);
+  }
+}
+
+// Threads per block so that each holds at most CPT chunks (CPT picked by the launcher).
+struct RowLaunch {
+  int vec = 8, cpt = 1, threads = 32;
+};
+// `wide`: prefer one chunk per thread up to 1024 threads (fewer registers per thread, for kernels
+// whose per-thread state grows with the chunks held, like the RMSNorm backward).
+RowLaunch plan_row(std::int64_t cols, bool wide = false) {
+  RowLaunch l;
+  l.vec = cols % 8 == 0 ? 8 : 1;
+  std::int64_t chunks = cols / l.vec;
+  const std::int64_t per = wide ? 1024 : 256;
+  l.cpt = chunks <= per ? 1 : chunks <= 2 * per ? 2 : 4;
+  std::int64_t threads = (chunks + l.cpt - 1) / l.cpt;
+  threads = (threads + 31) / 32 * 32;
+  if (threads > 1024)
+    throw InputError("row of " + std::to_string(cols) + " elements is longer than the register-held " +
+                     "limit (32768 for lengths multiple of 8, 4096 otherwise)");
+  l.threads = static_cast<int>(threads);
+  return l;
+}
+
+template <int VEC, int CPT>
+__global__ void rmsnorm_fwd_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                   bf16* __restrict__ y, float* __restrict__ rstd, int cols, float eps) {
+  __shared__ float scratch[32];
+  const std::int64_t row = blockIdx.x;
+  const int chunks = cols / VEC;
+  const bf16* xr = x + row * cols;
+  float v[CPT][VEC];
+  float ss = 0.f;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+    if (idx < chunks) {
+      load_chunk<VEC>(xr + idx * VEC, v[c]);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) ss += v[c][i] * v[c][i];
+    }
+  }
+  float r = rsqrtf(block_reduce<false>(ss, scratch) / cols + eps);
+  if (rstd && threadIdx.x == 0) rstd[row] = r;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+    if (idx < chunks) {
+      float wf[VEC];
+      load_chunk<VEC>(w + idx * VEC, wf);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[c][i] = v[c][i] * r * wf[i];
+      store_chunk<VEC>(y + row * cols + idx * VEC, v[c]);
+    }
+  }
+}
+
+// A chunk as stored (8 BF16 in one 16-byte register quad, or one BF16): rows held packed take a
+// quarter of the registers of FP32 copies, which lets the backward keep more rows in flight.
+template <int VEC>
+struct Packed {
+  uint4 raw;
+};
+template <>
+struct Packed<1> {
+  __nv_bfloat16 raw;
+};
+template <int VEC>
+__device__ __forceinline__ void load_packed(const bf16* __restrict__ p, Packed<VEC>& out) {
+  if constexpr (VEC == 8) out.raw = __ldcs(reinterpret_cast<const uint4*>(p));
+  else out.raw = p[0];
+}
+template <int VEC>
+__device__ __forceinline__ void unpack(const Packed<VEC>& in, float (&f)[VEC]) {
+  if constexpr (VEC == 8) {
+    float t[8];
+    to_float8(*reinterpret_cast<const Bf16x8*>(&in.raw), t);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) f[i] = t[i];
+  } else {
+    f[0] = __bfloat162float(in.raw);
+  }
+}
+
+// Blocks loop over rows so that each thread's dw partial (its chunks' columns) stays in registers;
+// the next row's x and dy are loaded before this row's reductions, so loads overlap the barriers.
+template <int VEC, int CPT>
+__global__ void rmsnorm_bwd_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                   const bf16* __restrict__ dy, bf16* __restrict__ dx,
+                                   float* __restrict__ partials, std::int64_t rows, int cols, float eps) {
+  __shared__ float scratch[32];
+  const int chunks = cols / VEC;
+  float dw[CPT][VEC] = {};
+  Packed<VEC> wp[CPT], xp[CPT], gp[CPT];
+  auto load_row = [&](std::int64_t row, Packed<VEC> (&xr)[CPT], Packed<VEC> (&gr)[CPT]) {
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      int idx = threadIdx.x + c * blockDim.x;
+      if (idx < chunks && row < rows) {
+        load_packed<VEC>(x + row * cols + idx * VEC, xr[c]);
+        load_packed<VEC>(dy + row * cols + idx * VEC, gr[c]);
+      }
+    }
+  };
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+    if (idx < chunks) {
+      if constexpr (VEC == 8) wp[c].raw = __ldg(reinterpret_cast<const uint4*>(w + idx * 8));
+      else wp[c].raw = w[idx];
+    }
+  }
+  load_row(blockIdx.x, xp, gp);
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    Packed<VEC> xn[CPT], gn[CPT];
+    load_row(row + gridDim.x, xn, gn);  // prefetch
+    float ss = 0.f, dot = 0.f;
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      int idx = threadIdx.x + c * blockDim.x;
+      if (idx < chunks) {
+        float xv[VEC], gv[VEC], wv[VEC];
+        unpack<VEC>(xp[c], xv), unpack<VEC>(gp[c], gv), unpack<VEC>(wp[c], wv);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          ss += xv[i] * xv[i];
+          dot += gv[i] * wv[i] * xv[i];
+        }
+      }
+    }
+    const float r = rsqrtf(block_reduce<false>(ss, scratch) / cols + eps);
+    const float coef = r * r * r * (block_reduce<false>(dot, scratch) / cols);
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      int idx = threadIdx.x + c * blockDim.x;
+      if (idx < chunks) {
+        float xv[VEC], gv[VEC], wv[VEC], out[VEC];
+        unpack<VEC>(xp[c], xv), unpack<VEC>(gp[c], gv), unpack<VEC>(wp[c], wv);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          out[i] = r * gv[i] * wv[i] - xv[i] * coef;
+          dw[c][i] += gv[i] * xv[i] * r;
+        }
+        store_chunk<VEC>(dx + row * cols + idx * VEC, out);
+      }
+      xp[c] = xn[c], gp[c] = gn[c];
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+    if (idx < chunks)
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) partials[std::int64_t(blockIdx.x) * cols + idx * VEC + i] = dw[c][i];
+  }
+}
+
+// dw[c] = Σ_p partials[p, c]: 32 columns per block (coalesced 128-byte rows), 8 warps splitting
+// the partial rows, combined in shared memory.
+__global__ void column_sum_kernel(const float* __restrict__ partials, float* __restrict__ out, int parts,
+                                  int cols) {
+  __shared__ float acc[8][33];
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  float s = 0.f;
+  if (c < cols)
+    for (int p = threadIdx.y; p < parts; p += 8) s += partials[std::int64_t(p) * cols + c];
+  acc[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    float t = 0.f;
+#pragma unroll
+    for (int y = 0; y < 8; ++y) t += acc[y][threadIdx.x];
+    out[c] = t;
+  }
+}
+
+// Softmax of scale·x per row; causal rows see keys ≤ q_pos + (cols − q_len). Masked chunks are
+// neither read nor exponentiated: they are written as zeros.
+template <int VEC, int CPT>
+__global__ void softmax_kernel(const bf16* __restrict__ x, bf16* __restrict__ y, int cols, int q_len,
+                               float scale_log2, bool causal) {
+  __shared__ float scratch[32];
+  const std::int64_t row = blockIdx.x;
+  const int chunks = cols / VEC;
+  const int limit = causal ? int(row % q_len) + (cols - q_len) : cols - 1;  // last visible column
+  float v[CPT][VEC];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[c][i] = -INFINITY;
+    if (idx < chunks && idx * VEC <= limit) {
+      load_chunk<VEC>(x + row * cols + idx * VEC, v[c]);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        v[c][i] = idx * VEC + i <= limit ? v[c][i] * scale_log2 : -INFINITY;
+        mx = fmaxf(mx, v[c][i]);
+      }
+    }
+  }
+  mx = block_reduce<true>(mx, scratch);
+  float sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c)
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      v[c][i] = exp2f(v[c][i] - mx);  // exp2(-inf) = 0 for masked entries
+      sum += v[c][i];
+    }
+  float inv = 1.f / block_reduce<false>(sum, scratch);
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+    if (idx < chunks) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[c][i] *= inv;
+      store_chunk<VEC>(y + row * cols + idx * VEC, v[c]);
+    }
+  }
+}
+
+// Cross-entropy backward with the row in registers: max and sum, then (softmax − onehot)·scale.
+template <int VEC, int CPT>
+__global__ void cross_entropy_bwd_row_kernel(const bf16* __restrict__ x, const std::int32_t* __restrict__ targets,
+                                             bf16* __restrict__ dx, int cols, float scale) {
+  __shared__ float scratch[32];
+  constexpr float kLog2e = 1.4426950408889634f;
+  const std::int64_t row = blockIdx.x;
+  const int chunks = cols / VEC, target = targets[row];
+  float v[CPT][VEC];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[c][i] = -INFINITY;
+    if (idx < chunks) {
+      load_chunk<VEC>(x + row * cols + idx * VEC, v[c]);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        v[c][i] *= kLog2e;
+        mx = fmaxf(mx, v[c][i]);
+      }
+    }
+  }
+  mx = block_reduce<true>(mx, scratch);
+  float sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c)
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) sum += (v[c][i] = exp2f(v[c][i] - mx));
+  float inv = 1.f / block_reduce<false>(sum, scratch);
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+    if (idx < chunks) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[c][i] = (v[c][i] * inv - (idx * VEC + i == target ? 1.f : 0.f)) * scale;
+      store_chunk<VEC>(dx + row * cols + idx * VEC, v[c]);
+    }
+  }
+}
+
+// Calls f.template operator()<VEC, CPT>() for the launch plan's template arguments.
+template <class F>
+void dispatch_row(const RowLaunch& l, F&& f) {
+  if (l.vec == 8) {
+    if (l.cpt == 1) f.template operator()<8, 1>();
+    else if (l.cpt == 2) f.template operator()<8, 2>();
+    else f.template operator()<8, 4>();
+  } else {
+    if (l.cpt == 1) f.template operator()<1, 1>();
+    else if (l.cpt == 2) f.template operator()<1, 2>();
+    else f.template operator()<1, 4>();
+  }
+}
+
+constexpr int kBwdBlocks = 264;  // 2 resident blocks of up to 1024 threads per SM on an H100; dw partials ~1% of the bytes
+
+}  // namespace
+
+void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, float* rstd, std::int64_t rows, std::int64_t cols,
+                 float eps, cudaStream_t stream) {
+  RowLaunch l = plan_row(cols);
+  dispatch_row(l, [&]<int VEC, int CPT>() {
+    rmsnorm_fwd_kernel<VEC, CPT><<<rows, l.threads, 0, stream>>>(x, w, y, rstd, int(cols), eps);
+  });
+  RAFTER_CUDA_LAUNCH_CHECK("rmsnorm_fwd_kernel");
+}
+
+std::int64_t rmsnorm_bwd_partials(std::int64_t rows, std::int64_t cols) {
+  return std::min<std::int64_t>(rows, kBwdBlocks) * cols;
+}
+
+void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, float* partials,
+                 std::int64_t rows, std::int64_t cols, float eps, cudaStream_t stream) {
+  RowLaunch l = plan_row(cols, /*wide=*/true);
+  int blocks = static_cast<int>(std::min<std::int64_t>(rows, kBwdBlocks));
+  dispatch_row(l, [&]<int VEC, int CPT>() {
+    rmsnorm_bwd_kernel<VEC, CPT><<<blocks, l.threads, 0, stream>>>(x, w, dy, dx, partials, rows, int(cols), eps);
+  });
+  RAFTER_CUDA_LAUNCH_CHECK("rmsnorm_bwd_kernel");
+  column_sum_kernel<<<(cols + 31) / 32, dim3(32, 8), 0, stream>>>(partials, dw, blocks, int(cols));
+  RAFTER_CUDA_LAUNCH_CHECK("column_sum_kernel");
+}
+
+void softmax_fwd(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, std::int64_t q_len, float scale,
+                 bool causal, cudaStream_t stream) {
+  if (causal && (q_len <= 0 || q_len > cols)) throw InputError("causal softmax needs 0 < q_len <= cols");
+  RowLaunch l = plan_row(cols);
+  float scale_log2 = scale * 1.4426950408889634f;
+  dispatch_row(l, [&]<int VEC, int CPT>() {
+    softmax_kernel<VEC, CPT><<<rows, l.threads, 0, stream>>>(x, y, int(cols), int(causal ? q_len : 1),
+                                                             scale_log2, causal);
+  });
+  RAFTER_CUDA_LAUNCH_CHECK("softmax_kernel");
+}
+
+void cross_entropy_bwd_fused(const bf16* logits, const std::int32_t* targets, float* lse_scratch, bf16* dlogits,
+                             std::int64_t tokens, std::int64_t vocab, float dloss_scale, cudaStream_t stream) {
+  if (vocab > 32768 || (vocab % 8 != 0 && vocab > 4096)) {
+    cross_entropy_fwd(logits, targets, lse_scratch, lse_scratch, tokens, vocab, stream);
+    cross_entropy_bwd(logits, targets, lse_scratch, dlogits, tokens, vocab, dloss_scale, stream);
+    return;
+  }
+  RowLaunch l = plan_row(vocab);
+  dispatch_row(l, [&]<int VEC, int CPT>() {
+    cross_entropy_bwd_row_kernel<VEC, CPT><<<tokens, l.threads, 0, stream>>>(logits, targets, dlogits, int(vocab),
+                                                                             dloss_scale);
+  });
+  RAFTER_CUDA_LAUNCH_CHECK("cross_entropy_bwd_row_kernel");
+}
+
+}  // namespace rafter::workloads::cuda

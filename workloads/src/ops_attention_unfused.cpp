@@ -1,0 +1,184 @@
+// The unfused pieces of attention, each an operator of its own (as eager frameworks run them):
+//   attention_qk       S = Q·Kᵀ            FLOPs 2·b·h·s·kv·d    writes S [b, h, s, kv]
+//   attention_softmax  P = softmax(S/√d + causal mask)  FLOPs 5·b·h·s·kv (fp32)
+//   attention_pv       O = P·V             FLOPs 2·b·h·s·kv·d
+// Every score is computed (no skipping of masked blocks), as a plain batched GEMM does.
+#include <algorithm>
+#include <cmath>
+
+#include "op_common.hpp"
+
+namespace rafter::workloads {
+namespace {
+
+struct Dims {
+  std::int64_t b, s, kv, h, hkv, d;
+  bool causal;
+};
+Dims dims_of(const OpInstance& inst) {
+  return {shape_value(inst, "batch"),    shape_value(inst, "seq"),      shape_value(inst, "kv_seq"),
+          shape_value(inst, "heads"),    shape_value(inst, "kv_heads", shape_value(inst, "heads")),
+          shape_value(inst, "head_dim"), shape_value(inst, "causal") != 0};
+}
+std::int64_t sidx(const Dims& a, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
+  return ((b * a.h + h) * a.s + i) * a.kv + j;
+}
+std::int64_t qidx(const Dims& a, std::int64_t b, std::int64_t i, std::int64_t h) { return ((b * a.s + i) * a.h + h) * a.d; }
+std::int64_t kidx(const Dims& a, std::int64_t b, std::int64_t j, std::int64_t h) {
+  return ((b * a.kv + j) * a.hkv + h / (a.h / a.hkv)) * a.d;
+}
+
+std::vector<ParamSpec> base_params(bool with_kv_heads, bool with_causal) {
+  std::vector<ParamSpec> p{{"batch", 1, "sequences"},       {"seq", 2048, "query tokens"},
+                           {"kv_seq", 2048, "key tokens"},  {"heads", 32, "query heads"},
+                           {"head_dim", 128, "head dimension"}};
+  if (with_kv_heads) p.push_back({"kv_heads", 32, "key/value heads"});
+  if (with_causal) p.push_back({"causal", 1, "causal mask", true});
+  return p;
+}
+
+OpInstance shrink(const OpInstance& full) {
+  OpInstance s = full;
+  s.shape["batch"] = detail::check_dim(full.shape.at("batch"), 2);
+  s.shape["seq"] = detail::check_dim(full.shape.at("seq"), 40);
+  s.shape["kv_seq"] = std::max(s.shape["seq"], detail::check_dim(full.shape.at("kv_seq"), 48));
+  if (full.shape.count("kv_heads")) {
+    const auto group = full.shape.at("heads") / full.shape.at("kv_heads");
+    s.shape["kv_heads"] = std::min<std::int64_t>(full.shape.at("kv_heads"), 2);
+    s.shape["heads"] = s.shape["kv_heads"] * std::min<std::int64_t>(group, 2);
+  } else {
+    s.shape["heads"] = detail::check_dim(full.shape.at("heads"), 3);
+  }
+  return s;
+}
+
+class AttentionQkOp : public detail::CatalogueOp {
+ public:
+  AttentionQkOp()
+      : CatalogueOp("attention_qk", "unfused attention scores S = Q·Kᵀ", base_params(true, false),
+                    {"bf16", "fp16", "fp32"}) {}
+  Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
+    const auto a = dims_of(inst);
+    const double e = detail::element_bytes(inst);
+    detail::GemmTrafficInput g{double(a.s), double(a.kv), double(a.d), double(a.b * a.h), e, e, e, false};
+    Cost c;
+    c.flops[std::string(precision_info(inst.precision).compute_class)] = 2.0 * a.b * a.h * a.s * a.kv * a.d;
+    c.compulsory_bytes = e * (double(a.b) * a.s * a.h * a.d + double(a.b) * a.kv * a.hkv * a.d +
+                              double(a.b) * a.h * a.s * a.kv);
+    c.bytes = detail::level_traffic(levels, [&](double inner) {
+      return std::max(c.compulsory_bytes, detail::gemm_traffic_bytes(g, inner));
+    });
+    return c;
+  }
+  OpInstance check_instance(const OpInstance& full) const override { return shrink(full); }
+  Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {
+    const auto a = dims_of(inst);
+    std::mt19937_64 rng(seed);
+    Problem p;
+    p.inputs.push_back(detail::random_tensor("Q", {a.b, a.s, a.h, a.d}, rng));
+    p.inputs.push_back(detail::random_tensor("K", {a.b, a.kv, a.hkv, a.d}, rng));
+    p.outputs.push_back(detail::empty_tensor("S", {a.b, a.h, a.s, a.kv}));
+    return p;
+  }
+  void reference(const OpInstance& inst, Problem& p) const override {
+    const auto a = dims_of(inst);
+    const auto &Q = p.inputs[0].data, &K = p.inputs[1].data;
+    for (std::int64_t b = 0; b < a.b; ++b)
+      for (std::int64_t h = 0; h < a.h; ++h)
+        for (std::int64_t i = 0; i < a.s; ++i)
+          for (std::int64_t j = 0; j < a.kv; ++j) {
+            double acc = 0;
+            for (std::int64_t x = 0; x < a.d; ++x) acc += Q[qidx(a, b, i, h) + x] * K[kidx(a, b, j, h) + x];
+            p.outputs[0].data[sidx(a, b, h, i, j)] = acc;
+          }
+  }
+};
+
+class AttentionSoftmaxOp : public detail::CatalogueOp {
+ public:
+  AttentionSoftmaxOp()
+      : CatalogueOp("attention_softmax", "unfused scale + causal mask + softmax over attention scores",
+                    base_params(false, true), {"bf16", "fp16", "fp32"}) {}
+  Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
+    const auto a = dims_of(inst);
+    const double e = detail::element_bytes(inst), n = double(a.b) * a.h * a.s * a.kv;
+    Cost c;
+    c.flops["fp32"] = 5.0 * n;
+    c.compulsory_bytes = 2.0 * n * e;
+    // Three passes over a row (max, exp-sum, normalize): the re-reads hit the innermost level.
+    c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes, 2.0 * n * e);
+    return c;
+  }
+  OpInstance check_instance(const OpInstance& full) const override { return shrink(full); }
+  Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {
+    const auto a = dims_of(inst);
+    std::mt19937_64 rng(seed);
+    Problem p;
+    p.inputs.push_back(detail::random_tensor("S", {a.b, a.h, a.s, a.kv}, rng, -8.0, 8.0));
+    p.outputs.push_back(detail::empty_tensor("P", {a.b, a.h, a.s, a.kv}));
+    return p;
+  }
+  void reference(const OpInstance& inst, Problem& p) const override {
+    const auto a = dims_of(inst);
+    const double scale = 1.0 / std::sqrt(double(a.d));
+    for (std::int64_t r = 0; r < a.b * a.h * a.s; ++r) {
+      const std::int64_t i = r % a.s;
+      const std::int64_t visible = a.causal ? std::min(a.kv, i + (a.kv - a.s) + 1) : a.kv;
+      const double* S = &p.inputs[0].data[r * a.kv];
+      double* P = &p.outputs[0].data[r * a.kv];
+      double mx = -INFINITY, sum = 0;
+      for (std::int64_t j = 0; j < visible; ++j) mx = std::max(mx, S[j] * scale);
+      for (std::int64_t j = 0; j < visible; ++j) sum += std::exp(S[j] * scale - mx);
+      for (std::int64_t j = 0; j < a.kv; ++j) P[j] = j < visible ? std::exp(S[j] * scale - mx) / sum : 0.0;
+    }
+  }
+};
+
+class AttentionPvOp : public detail::CatalogueOp {
+ public:
+  AttentionPvOp()
+      : CatalogueOp("attention_pv", "unfused attention output O = P·V", base_params(true, false),
+                    {"bf16", "fp16", "fp32"}) {}
+  Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
+    const auto a = dims_of(inst);
+    const double e = detail::element_bytes(inst);
+    detail::GemmTrafficInput g{double(a.s), double(a.d), double(a.kv), double(a.b * a.h), e, e, e, false};
+    Cost c;
+    c.flops[std::string(precision_info(inst.precision).compute_class)] = 2.0 * a.b * a.h * a.s * a.kv * a.d;
+    c.compulsory_bytes = e * (double(a.b) * a.h * a.s * a.kv + double(a.b) * a.kv * a.hkv * a.d +
+                              double(a.b) * a.s * a.h * a.d);
+    c.bytes = detail::level_traffic(levels, [&](double inner) {
+      return std::max(c.compulsory_bytes, detail::gemm_traffic_bytes(g, inner));
+    });
+    return c;
+  }
+  OpInstance check_instance(const OpInstance& full) const override { return shrink(full); }
+  Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {
+    const auto a = dims_of(inst);
+    std::mt19937_64 rng(seed);
+    Problem p;
+    p.inputs.push_back(detail::random_tensor("P", {a.b, a.h, a.s, a.kv}, rng, 0.0, 1.0));
+    p.inputs.push_back(detail::random_tensor("V", {a.b, a.kv, a.hkv, a.d}, rng));
+    p.outputs.push_back(detail::empty_tensor("O", {a.b, a.s, a.h, a.d}));
+    return p;
+  }
+  void reference(const OpInstance& inst, Problem& p) const override {
+    const auto a = dims_of(inst);
+    const auto &P = p.inputs[0].data, &V = p.inputs[1].data;
+    for (std::int64_t b = 0; b < a.b; ++b)
+      for (std::int64_t h = 0; h < a.h; ++h)
+        for (std::int64_t i = 0; i < a.s; ++i)
+          for (std::int64_t x = 0; x < a.d; ++x) {
+            double acc = 0;
+            for (std::int64_t j = 0; j < a.kv; ++j) acc += P[sidx(a, b, h, i, j)] * V[kidx(a, b, j, h) + x];
+            p.outputs[0].data[qidx(a, b, i, h) + x] = acc;
+          }
+  }
+};
+
+RAFTER_REGISTER_OPERATOR(AttentionQkOp);
+RAFTER_REGISTER_OPERATOR(AttentionSoftmaxOp);
+RAFTER_REGISTER_OPERATOR(AttentionPvOp);
+
+}  // namespace
+}  // namespace rafter::workloads

@@ -1,0 +1,137 @@
+// Quantize / dequantize for the low-precision recipes. Input of quantize: x [rows, cols] in BF16;
+// blocks run along cols (the GEMM's K). nvfp4: E2M1 values (0.5 B), one E4M3 scale per 1×16 block
+// (or per 16×16 tile with block2d=1, for weights, so that W and Wᵀ share the quantization), one
+// FP32 tensor scale; mxfp4: one E8M0 scale per 1×32; fp8_e4m3/e5m2: one FP32 scale per tensor.
+// rht=1 applies a 16-point random Hadamard transform along cols first; sr=1 rounds stochastically.
+// The check compares the dequantized output with quant_math's exact FP64 emulation.
+// FLOPs (fp32): 5 per element (abs, max for amax; scale, round, pack) + 32 per element for the RHT
+// (a 16×16 matrix-vector product per block) + 2 for stochastic rounding. Dequantize: 1 per element.
+// Bytes: quantize reads x twice (amax pass, quantize pass) beyond a level it does not fit in.
+#include <cmath>
+#include <fmt/format.h>
+
+#include "op_common.hpp"
+#include "quant_math.hpp"
+#include "rafter/collector/error.hpp"
+#include "rafter/workloads/formats.hpp"
+
+namespace rafter::workloads {
+namespace {
+
+std::vector<std::string> quant_precisions() { return {"nvfp4", "mxfp4", "fp8_e4m3", "fp8_e5m2"}; }
+
+detail::QuantSpec spec_of(const OpInstance& inst) {
+  return {inst.precision, shape_value(inst, "rows"), shape_value(inst, "cols"), shape_value(inst, "block2d") != 0,
+          shape_value(inst, "rht") != 0};
+}
+
+// Storage of the quantized tensor: values plus scales.
+double quantized_bytes(const detail::QuantSpec& s) {
+  const double n = double(s.rows) * double(s.cols);
+  if (s.precision == "fp8_e4m3" || s.precision == "fp8_e5m2") return n + 4;
+  if (s.precision == "mxfp4") return n * 0.5 + n / 32;
+  return n * 0.5 + (s.block2d ? n / 256 : n / 16) + 4;
+}
+
+void validate_quant(const OperatorDef& op, const OpInstance& inst) {
+  op.OperatorDef::validate(inst);
+  const auto s = spec_of(inst);
+  const int bc = detail::block_cols(s);
+  if (bc && s.cols % bc != 0)
+    throw InputError(fmt::format("{} {}: cols={} must be a multiple of {}", inst.op, inst.precision, s.cols, bc));
+  if (s.block2d && (s.precision != "nvfp4" || s.rows % 16 != 0))
+    throw InputError(fmt::format("{}: block2d needs nvfp4 and rows a multiple of 16", inst.op));
+  if (s.rht && s.cols % 16 != 0) throw InputError(fmt::format("{}: rht needs cols a multiple of 16", inst.op));
+}
+
+OpInstance shrink(const OpInstance& full) {
+  OpInstance s = full;
+  s.shape["rows"] = std::min<std::int64_t>(full.shape.at("rows"), 32);
+  s.shape["cols"] = std::min<std::int64_t>(full.shape.at("cols"), 128);
+  return s;
+}
+
+Problem quant_problem(const OpInstance& inst, std::uint64_t seed, const char* out_name) {
+  std::mt19937_64 rng(seed);
+  const auto s = spec_of(inst);
+  Problem p;
+  auto x = detail::random_tensor("x", {s.rows, s.cols}, rng, -3.0, 3.0);
+  // Inputs on the BF16 grid: the operator's input is BF16, so reference and kernel see the same values.
+  for (auto& v : x.data) v = numfmt::round_to(v, numfmt::kBf16);
+  p.inputs.push_back(std::move(x));
+  p.outputs.push_back(detail::empty_tensor(out_name, {s.rows, s.cols}));
+  return p;
+}
+
+std::vector<ParamSpec> quant_params(bool with_transforms) {
+  std::vector<ParamSpec> p{{"rows", 4096, "rows (tokens, or output features of a weight)"},
+                           {"cols", 4096, "columns: the GEMM's K, along which blocks run"},
+                           {"block2d", 0, "16x16 scale tiles (NVFP4 weights)", true}};
+  if (with_transforms) {
+    p.push_back({"rht", 0, "random Hadamard transform over 16-value blocks first", true});
+    p.push_back({"sr", 0, "stochastic rounding", true});
+  }
+  return p;
+}
+
+class QuantizeOp : public detail::CatalogueOp {
+ public:
+  QuantizeOp()
+      : CatalogueOp("quantize", "BF16 → NVFP4 / MXFP4 / FP8 with block scales (optional RHT, stochastic rounding)",
+                    quant_params(true), quant_precisions()) {}
+  void validate(const OpInstance& inst) const override { validate_quant(*this, inst); }
+  Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
+    const auto s = spec_of(inst);
+    const double n = double(s.rows) * double(s.cols), in_bytes = 2 * n;
+    Cost c;
+    c.flops["fp32"] = 5 * n + (s.rht ? 32 * n : 0) + (shape_value(inst, "sr") ? 2 * n : 0);
+    c.compulsory_bytes = in_bytes + quantized_bytes(s);
+    c.bytes = detail::level_traffic(levels, [&](double inner) {
+      return c.compulsory_bytes + (inner == 0 || in_bytes > inner ? in_bytes : 0.0);
+    });
+    return c;
+  }
+  OpInstance check_instance(const OpInstance& full) const override { return shrink(full); }
+  Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {
+    return quant_problem(inst, seed, "dequantized");
+  }
+  void reference(const OpInstance& inst, Problem& p) const override {
+    const auto s = spec_of(inst);
+    std::vector<double> x = p.inputs[0].data;
+    if (s.rht) detail::apply_rht(x, s.rows, s.cols);
+    // Stochastic rounding is random: its check compares with the unquantized (transformed) input.
+    p.outputs[0].data = shape_value(inst, "sr") ? x : detail::quantize_dequantize(s, x);
+  }
+};
+
+class DequantizeOp : public detail::CatalogueOp {
+ public:
+  DequantizeOp()
+      : CatalogueOp("dequantize", "NVFP4 / MXFP4 / FP8 with block scales → BF16", quant_params(false),
+                    quant_precisions()) {}
+  void validate(const OpInstance& inst) const override { validate_quant(*this, inst); }
+  Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
+    const auto s = spec_of(inst);
+    const double n = double(s.rows) * double(s.cols);
+    Cost c;
+    c.flops["fp32"] = n;
+    c.compulsory_bytes = quantized_bytes(s) + 2 * n;
+    c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
+    return c;
+  }
+  OpInstance check_instance(const OpInstance& full) const override { return shrink(full); }
+  Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {
+    return quant_problem(inst, seed, "y");
+  }
+  void reference(const OpInstance& inst, Problem& p) const override {
+    auto y = detail::quantize_dequantize(spec_of(inst), p.inputs[0].data);
+    for (auto& v : y) v = numfmt::round_to(v, numfmt::kBf16);  // the output is BF16
+    p.outputs[0].data = std::move(y);
+  }
+};
+
+RAFTER_REGISTER_OPERATOR(QuantizeOp);
+RAFTER_REGISTER_OPERATOR(DequantizeOp);
+
+}  // namespace
+}  // namespace rafter::workloads

@@ -1,0 +1,250 @@
+// Expansion of a model suite into the operators of one step (see suite.hpp). Megatron-style TP:
+// QKV / gate_up column-parallel, o_proj / down row-parallel, one all-reduce of [tokens, hidden]
+// after each row-parallel GEMM in the forward pass and one after each column-parallel input
+// gradient in the backward pass; the head and the loss are vocab-parallel (three small fp32
+// all-reduces of [tokens] for max, sum and target logit). ZeRO over `dp` ranks: stage 0 all-reduces
+// the gradients; stages 1-2 reduce-scatter them and all-gather the updated BF16 weights; stage 3
+// all-gathers each layer's weights before its forward and its backward, and reduce-scatters its
+// gradients. Prefill computes logits for the last token of each sequence only.
+#include <fmt/format.h>
+
+#include "rafter/collector/error.hpp"
+#include "rafter/workloads/suite.hpp"
+
+namespace rafter::workloads {
+namespace {
+
+struct Emitter {
+  std::vector<OpInstance>& out;
+  void operator()(std::string op, std::string label, std::string phase, Shape shape, std::string precision,
+                  double count) const {
+    if (count <= 0) return;
+    out.push_back({std::move(op), std::move(label), std::move(phase), std::move(shape), std::move(precision), count});
+  }
+};
+
+struct Ctx {
+  const SuiteConfig& cfg;
+  const ModelConfig& m;
+  const Recipe& r;
+  Emitter emit;
+  std::int64_t tokens;  // rows of every per-token operator
+  bool train;
+};
+
+bool low_precision(const std::string& p) { return p != "bf16" && p != "fp32" && p != "fp16" && p != "fp64"; }
+
+void quantize_op(const Ctx& c, const std::string& label, const std::string& precision, std::int64_t rows,
+                 std::int64_t cols, bool block2d, bool rht, bool sr, double count) {
+  c.emit("quantize", label, "fwd",
+         {{"rows", rows}, {"cols", cols}, {"block2d", block2d ? 1 : 0}, {"rht", rht ? 1 : 0}, {"sr", sr ? 1 : 0}},
+         precision, count);
+}
+
+// One linear layer Y[T, n] = X[T, k] · W[n, k]ᵀ with its quantization and patch ops.
+void linear(const Ctx& c, const std::string& label, std::int64_t n, std::int64_t k, bool quantized, double count) {
+  const std::int64_t T = c.tokens;
+  const std::string fwd = quantized ? c.r.linear_fwd : "bf16";
+  const bool q = quantized && c.r.quantize_ops && low_precision(fwd);
+  if (q) {
+    quantize_op(c, label + ".quant_x", c.r.quant_activation, T, k, false, false, false, count);
+    if (c.train) quantize_op(c, label + ".quant_w", c.r.quant_weight, n, k, c.r.weight_block2d, false, false, count);
+  }
+  c.emit("gemm", label, "fwd", {{"m", T}, {"n", n}, {"k", k}, {"batch", 1}}, fwd, count);
+  if (q && c.r.hot_channels > 0)
+    c.emit("hot_channel_patch", label + ".hot_patch", "fwd", {{"tokens", T}, {"out", n}, {"hot", c.r.hot_channels}},
+           "bf16", count);
+  if (!c.train) return;
+  const std::string bi = quantized ? c.r.linear_bwd_input : "bf16", bw = quantized ? c.r.linear_bwd_weight : "bf16";
+  const bool sr = c.r.stochastic_rounding_on_grad, rht = c.r.rht_on_wgrad;
+  if (q) quantize_op(c, label + ".quant_dy", c.r.quant_gradient, T, n, false, false, sr, count);
+  c.emit("gemm", label, "bwd_input", {{"m", T}, {"n", k}, {"k", n}, {"batch", 1}}, bi, count);
+  if (q) {
+    quantize_op(c, label + ".quant_dyT", c.r.quant_gradient, n, T, false, rht, sr, count);
+    quantize_op(c, label + ".quant_xT", c.r.quant_activation, k, T, false, rht, false, count);
+  }
+  c.emit("gemm", label, "bwd_weight", {{"m", n}, {"n", k}, {"k", T}, {"batch", 1}}, bw, count);
+}
+
+void tp_all_reduce(const Ctx& c, const std::string& label, std::string phase, double count) {
+  if (c.cfg.tp <= 1) return;
+  c.emit("all_reduce", label, std::move(phase),
+         {{"elements", c.tokens * c.m.hidden}, {"ranks", c.cfg.tp}, {"inter_node", c.cfg.tp > 8 ? 1 : 0}},
+         c.r.elementwise, count);
+}
+
+void elementwise(const Ctx& c, const std::string& op, const std::string& label, Shape shape, double count) {
+  c.emit(op, label, "fwd", shape, c.r.elementwise, count);
+  if (c.train) c.emit(op, label, "bwd", shape, c.r.elementwise, count);
+}
+
+void attention_mixer(const Ctx& c, bool quantized, double count) {
+  const auto& m = c.m;
+  const std::int64_t t = c.cfg.tp, h = m.heads / t, kv = m.kv_heads / t, d = m.head_dim, T = c.tokens;
+  linear(c, "layer.attn.qkv_proj", (h + 2 * kv) * d, m.hidden, quantized, count);
+  const std::int64_t positions = c.cfg.phase == "decode" ? c.cfg.kv_len : c.cfg.seq;
+  elementwise(c, "rope", "layer.attn.rope", {{"tokens", T}, {"heads", h + kv}, {"head_dim", d}, {"seq", positions}}, count);
+  if (c.cfg.phase == "decode") {
+    c.emit("attention_decode", "layer.attn.core", "fwd",
+           {{"batch", c.cfg.batch}, {"kv_len", c.cfg.kv_len}, {"heads", h}, {"kv_heads", kv}, {"head_dim", d}},
+           c.r.attention, count);
+  } else {
+    const Shape s{{"batch", c.cfg.batch}, {"seq", c.cfg.seq}, {"heads", h}, {"kv_heads", kv}, {"head_dim", d}, {"causal", 1}};
+    c.emit("attention_prefill", "layer.attn.core", "fwd", s, c.r.attention, count);
+    if (c.train) c.emit("attention_backward", "layer.attn.core", "bwd", s, c.r.attention, count);
+  }
+  linear(c, "layer.attn.o_proj", m.hidden, h * d, quantized, count);
+}
+
+void gla_mixer(const Ctx& c, bool quantized, double count) {
+  const auto& m = c.m;
+  const std::int64_t t = c.cfg.tp, h = m.heads / t, dk = m.head_dim, dv = m.head_dim_v, T = c.tokens;
+  linear(c, "layer.gla.qkvg_proj", h * (2 * dk + 2 * dv), m.hidden, quantized, count);
+  // The low-rank forget-gate projection stays in BF16 (rank 16: too thin for block scaling).
+  linear(c, "layer.gla.gk_down", m.gate_low_rank, m.hidden, false, count);
+  linear(c, "layer.gla.gk_up", h * dk, m.gate_low_rank, false, count);
+  const Shape s{{"batch", c.cfg.batch}, {"seq", c.cfg.seq}, {"heads", h},
+                {"head_dim_k", dk}, {"head_dim_v", dv}, {"chunk", m.chunk}};
+  c.emit("gla_chunked", "layer.gla.core", "fwd", s, c.r.attention, count);
+  if (c.train) c.emit("gla_chunked", "layer.gla.core", "bwd", s, c.r.attention, count);
+  elementwise(c, "rmsnorm", "layer.gla.head_norm", {{"tokens", T * h}, {"hidden", dv}}, count);
+  elementwise(c, "swiglu", "layer.gla.output_gate", {{"tokens", T}, {"ffn", h * dv}}, count);
+  linear(c, "layer.gla.o_proj", m.hidden, h * dv, quantized, count);
+}
+
+void layers(const Ctx& c, bool quantized, double count) {
+  const std::int64_t T = c.tokens, H = c.m.hidden, f = c.m.ffn / c.cfg.tp;
+  elementwise(c, "rmsnorm", "layer.attn_norm", {{"tokens", T}, {"hidden", H}}, count);
+  if (c.m.architecture == "gla") gla_mixer(c, quantized, count);
+  else attention_mixer(c, quantized, count);
+  tp_all_reduce(c, "layer.attn.tp_all_reduce", "fwd", count);
+  if (c.train) tp_all_reduce(c, "layer.attn.tp_all_reduce", "bwd", count);
+  elementwise(c, "residual_add", "layer.attn_residual", {{"tokens", T}, {"hidden", H}}, count);
+  elementwise(c, "rmsnorm", "layer.mlp_norm", {{"tokens", T}, {"hidden", H}}, count);
+  linear(c, "layer.mlp.gate_up_proj", 2 * f, H, quantized, count);
+  elementwise(c, "swiglu", "layer.mlp.swiglu", {{"tokens", T}, {"ffn", f}}, count);
+  linear(c, "layer.mlp.down_proj", H, f, quantized, count);
+  tp_all_reduce(c, "layer.mlp.tp_all_reduce", "fwd", count);
+  if (c.train) tp_all_reduce(c, "layer.mlp.tp_all_reduce", "bwd", count);
+  elementwise(c, "residual_add", "layer.mlp_residual", {{"tokens", T}, {"hidden", H}}, count);
+}
+
+void top(const Ctx& c) {
+  const std::int64_t T = c.tokens, H = c.m.hidden, V = c.m.vocab / c.cfg.tp;
+  c.emit("embedding", "embedding", "fwd", {{"tokens", T}, {"hidden", H}, {"vocab", c.m.vocab}}, c.r.elementwise, 1);
+  if (c.train) c.emit("embedding", "embedding", "bwd", {{"tokens", T}, {"hidden", H}, {"vocab", c.m.vocab}}, c.r.elementwise, 1);
+  const std::int64_t head_rows = c.cfg.phase == "prefill" ? c.cfg.batch : T;
+  Ctx head = c;
+  head.tokens = head_rows;
+  elementwise(head, "rmsnorm", "final_norm", {{"tokens", head_rows}, {"hidden", H}}, 1);
+  c.emit("gemm", "lm_head", "fwd", {{"m", head_rows}, {"n", V}, {"k", H}, {"batch", 1}}, c.r.head, 1);
+  if (!c.train) return;
+  c.emit("cross_entropy", "loss", "fwd", {{"tokens", T}, {"vocab", V}}, c.r.head, 1);
+  c.emit("cross_entropy", "loss", "bwd", {{"tokens", T}, {"vocab", V}}, c.r.head, 1);
+  if (c.cfg.tp > 1)
+    c.emit("all_reduce", "loss.tp_all_reduce", "fwd", {{"elements", T}, {"ranks", c.cfg.tp}, {"inter_node", c.cfg.tp > 8}},
+           "fp32", 3);
+  c.emit("gemm", "lm_head", "bwd_input", {{"m", T}, {"n", H}, {"k", V}, {"batch", 1}}, c.r.head, 1);
+  c.emit("gemm", "lm_head", "bwd_weight", {{"m", V}, {"n", H}, {"k", T}, {"batch", 1}}, c.r.head, 1);
+}
+
+void optimizer_and_data_parallel(const Ctx& c) {
+  const auto& cfg = c.cfg;
+  const double P = c.m.parameters() / double(cfg.tp);
+  const auto per_rank = static_cast<std::int64_t>(P / double(cfg.zero >= 1 ? cfg.dp : 1));
+  c.emit("adamw", "optimizer", "step", {{"params", per_rank}}, c.r.elementwise, 1);
+  if (cfg.dp <= 1) return;
+  const std::int64_t inter = cfg.tp * cfg.dp > 8 ? 1 : 0;
+  const auto all_params = static_cast<std::int64_t>(P);
+  auto coll = [&](const char* op, const char* label, std::string phase, std::int64_t elements, double count) {
+    c.emit(op, label, std::move(phase), {{"elements", elements}, {"ranks", cfg.dp}, {"inter_node", inter}}, "bf16", count);
+  };
+  if (cfg.zero == 0) {
+    coll("all_reduce", "dp.grad_all_reduce", "step", all_params, 1);
+  } else if (cfg.zero <= 2) {
+    coll("reduce_scatter", "zero.grad_reduce_scatter", "step", all_params, 1);
+    coll("all_gather", "zero.param_all_gather", "step", all_params, 1);
+  } else {
+    const auto layer = static_cast<std::int64_t>(c.m.layer_parameters() / double(cfg.tp));
+    const auto rest = all_params - layer * c.m.layers;
+    coll("all_gather", "zero3.layer_param_all_gather", "fwd", layer, double(c.m.layers));
+    coll("all_gather", "zero3.layer_param_all_gather", "bwd", layer, double(c.m.layers));
+    coll("reduce_scatter", "zero3.layer_grad_reduce_scatter", "bwd", layer, double(c.m.layers));
+    coll("all_gather", "zero3.other_param_all_gather", "fwd", rest, 2);
+    coll("reduce_scatter", "zero3.other_grad_reduce_scatter", "bwd", rest, 1);
+  }
+}
+
+void check_config(const SuiteConfig& cfg, const ModelConfig& m) {
+  if (cfg.phase != "prefill" && cfg.phase != "decode" && cfg.phase != "train")
+    throw InputError(fmt::format("unknown phase '{}' (known: prefill, decode, train)", cfg.phase));
+  if (cfg.batch <= 0 || cfg.seq <= 0 || cfg.kv_len < 0 || cfg.tp <= 0 || cfg.dp <= 0)
+    throw InputError("batch, seq, tp and dp must be positive (kv-len non-negative)");
+  if (cfg.zero < 0 || cfg.zero > 3) throw InputError(fmt::format("--zero must be 0, 1, 2 or 3, got {}", cfg.zero));
+  if (cfg.zero > 0 && cfg.phase != "train") throw InputError("--zero applies to the train phase only");
+  auto divides = [&](std::int64_t v, const char* what) {
+    if (v % cfg.tp != 0)
+      throw InputError(fmt::format("--tp {} does not divide {}'s {} ({})", cfg.tp, m.name, what, v));
+  };
+  divides(m.heads, "heads");
+  divides(m.kv_heads, "kv_heads");
+  divides(m.ffn, "ffn");
+  divides(m.vocab, "vocab");
+  if (m.architecture == "gla" && cfg.phase == "decode")
+    throw InputError(fmt::format("{}: the decode phase of gated linear attention is not modelled yet", m.name));
+  if (m.architecture == "gla" && cfg.seq % m.chunk != 0)
+    throw InputError(fmt::format("--seq {} is not a multiple of {}'s chunk ({})", cfg.seq, m.name, m.chunk));
+}
+
+}  // namespace
+
+std::vector<OpInstance> expand_suite(const SuiteConfig& config, const ModelConfig& m, const Recipe& r) {
+  SuiteConfig cfg = config;
+  if (cfg.kv_len == 0) cfg.kv_len = cfg.seq;
+  check_config(cfg, m);
+  std::vector<OpInstance> out;
+  const bool train = cfg.phase == "train";
+  const std::int64_t tokens = cfg.phase == "decode" ? cfg.batch : cfg.batch * cfg.seq;
+  Ctx c{cfg, m, r, Emitter{out}, tokens, train};
+  std::int64_t bf16_layers = std::min(m.layers, r.bf16_first_layers + r.bf16_last_layers);
+  const bool any_low = low_precision(r.linear_fwd) || low_precision(r.linear_bwd_input) || low_precision(r.linear_bwd_weight);
+  if (!any_low) bf16_layers = 0;
+  top(c);
+  layers(c, true, double(m.layers - bf16_layers));
+  if (bf16_layers > 0) {
+    const auto first = out.size();
+    layers(c, false, double(bf16_layers));
+    for (auto i = first; i < out.size(); ++i) out[i].label = "bf16_" + out[i].label;
+  }
+  if (train) optimizer_and_data_parallel(c);
+  return out;
+}
+
+std::vector<OpInstance> expand_suite(const SuiteConfig& config) {
+  const ModelConfig m = config.model_file.empty() ? load_model(config.model) : load_model_file(config.model_file);
+  return expand_suite(config, m, load_recipe(config.precision));
+}
+
+nlohmann::json suite_json(const SuiteConfig& c, const ModelConfig& m) {
+  return {{"model", m.name},
+          {"model_file", m.origin},
+          {"architecture", m.architecture},
+          {"hidden", m.hidden},
+          {"heads", m.heads},
+          {"kv_heads", m.kv_heads},
+          {"head_dim", m.head_dim},
+          {"ffn", m.ffn},
+          {"layers", m.layers},
+          {"vocab", m.vocab},
+          {"parameters", m.parameters()},
+          {"phase", c.phase},
+          {"batch", c.batch},
+          {"seq", c.seq},
+          {"kv_len", c.kv_len == 0 ? c.seq : c.kv_len},
+          {"precision", c.precision},
+          {"tp", c.tp},
+          {"zero", c.zero},
+          {"dp", c.dp}};
+}
+
+}  // namespace rafter::workloads

@@ -1,0 +1,174 @@
+// Planning and running suites: device memory levels (hwloc for the CPU), plan_suite (costs only),
+// run_instances (memory check first, then each instance checked and timed), step totals.
+#include <fmt/format.h>
+#include <hwloc.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "rafter/collector/environment.hpp"
+#include "rafter/collector/error.hpp"
+#include "rafter/collector/progress.hpp"
+#include "rafter/workloads/suite.hpp"
+
+namespace rafter::workloads {
+namespace {
+
+std::vector<MemoryLevel> cpu_levels() {
+  std::vector<MemoryLevel> levels;
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0) return levels;
+  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
+  if (hwloc_topology_load(topo) != 0) {
+    hwloc_topology_destroy(topo);
+    return levels;
+  }
+  const int cores = std::max(1, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
+  const hwloc_obj_type_t types[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE};
+  for (int i = 0; i < 3; ++i) {
+    const int n = hwloc_get_nbobjs_by_type(topo, types[i]);
+    if (n <= 0) continue;
+    hwloc_obj_t o = hwloc_get_obj_by_type(topo, types[i], 0);
+    MemoryLevel m;
+    m.name = fmt::format("L{}", i + 1);
+    m.size_bytes = double(o->attr->cache.size);
+    m.line_bytes = double(o->attr->cache.linesize);
+    m.instances = n;
+    m.shared_by_cores = std::max(1, cores / n);
+    levels.push_back(m);
+  }
+  MemoryLevel dram{"DRAM", 0, 64, cores, 1};
+  if (hwloc_obj_t root = hwloc_get_root_obj(topo); root) dram.size_bytes = double(root->total_memory);
+  levels.push_back(dram);
+  hwloc_topology_destroy(topo);
+  return levels;
+}
+
+// Nominal H100 SXM hierarchy (228 KiB shared memory per SM, 50 MiB L2, 80 GB HBM3) used for GPU
+// plans when no machine profile gives the measured device's levels.
+std::vector<MemoryLevel> nominal_gpu_levels() {
+  return {{"shared", 228.0 * 1024, 128, 1, 132}, {"L2", 50.0 * 1024 * 1024, 128, 132, 1}, {"HBM", 80e9, 64, 132, 1}};
+}
+
+double available_host_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream s(line.substr(13));
+      double kib = 0;
+      s >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+void check_fits(const std::vector<OperatorRecord>& planned, std::string_view device) {
+  if (device != "cpu") return;  // GPU backends check their own device memory
+  const double available = available_host_bytes();
+  if (available <= 0) return;
+  for (const auto& r : planned) {
+    // Inputs, outputs and the backend's staging copies (e.g. a dequantized operand) live at once.
+    const double need = 2.0 * r.compulsory_bytes + 64.0 * 1024 * 1024;
+    if (need > available)
+      throw InputError(fmt::format("{} {} [{}] needs about {:.1f} GiB; the cpu has {:.1f} GiB available", r.op,
+                                   r.precision, format_shape(r.shape), need / (1 << 30), available / (1 << 30)));
+  }
+}
+
+}  // namespace
+
+std::vector<MemoryLevel> device_memory_levels(std::string_view device) {
+  if (device.rfind("cuda", 0) == 0) return nominal_gpu_levels();
+  if (device != "cpu") throw InputError(fmt::format("unknown device '{}' (known: cpu, cuda:N)", device));
+  return cpu_levels();
+}
+
+Device describe_device_for_run(std::string_view device) {
+  Device d;
+  d.id = std::string(device);
+  d.kind = device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+  d.memory_levels = device_memory_levels(device);
+  if (d.kind == "cpu") {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("model name", 0) == 0) {
+        d.name = line.substr(line.find(':') + 2);
+        break;
+      }
+    d.cores = d.memory_levels.empty() ? 1 : d.memory_levels.back().shared_by_cores;
+    d.threads = d.cores;
+  }
+  return d;
+}
+
+Run plan_suite(const SuiteConfig& config, const std::vector<MemoryLevel>& levels) {
+  const ModelConfig m = config.model_file.empty() ? load_model(config.model) : load_model_file(config.model_file);
+  const Recipe r = load_recipe(config.precision);
+  Run run;
+  run.rafter_version = rafter_version();
+  run.timestamp = utc_timestamp();
+  run.host = host_name();
+  run.device.id = "plan";
+  run.device.memory_levels = levels;
+  run.suite = suite_json(config, m);
+  run.conditions = {{"mode", "plan"}};
+  for (const auto& inst : expand_suite(config, m, r)) run.records.push_back(planned_record(inst, levels));
+  return run;
+}
+
+Run run_instances(const std::vector<OpInstance>& instances, const ExecContext& ctx, nlohmann::json suite) {
+  const auto levels = device_memory_levels(ctx.device);
+  std::vector<OperatorRecord> planned;
+  for (const auto& inst : instances) planned.push_back(planned_record(inst, levels));
+  check_fits(planned, ctx.device);
+  Run run;
+  run.rafter_version = rafter_version();
+  run.timestamp = utc_timestamp();
+  run.host = host_name();
+  run.device = describe_device_for_run(ctx.device);
+  run.suite = std::move(suite);
+  run.conditions = {{"warm_cache", ctx.warm_cache},
+                    {"check", ctx.check},
+                    {"seed", ctx.seed},
+                    {"threads", ctx.threads},
+                    {"repeat_policy",
+                     {{"warmup", ctx.policy.warmup},
+                      {"min_repeats", ctx.policy.min_repeats},
+                      {"max_repeats", ctx.policy.max_repeats},
+                      {"min_total_seconds", ctx.policy.min_total_seconds},
+                      {"max_total_seconds", ctx.policy.max_total_seconds}}}};
+  Progress progress("profile", instances.size());
+  for (const auto& inst : instances) {
+    progress.step(inst.label.empty() ? inst.op : inst.label);
+    run.records.push_back(profile_instance(inst, ctx, levels));
+  }
+  progress.finish();
+  return run;
+}
+
+Run run_suite(const SuiteConfig& config, const ExecContext& ctx) {
+  const ModelConfig m = config.model_file.empty() ? load_model(config.model) : load_model_file(config.model_file);
+  return run_instances(expand_suite(config, m, load_recipe(config.precision)), ctx, suite_json(config, m));
+}
+
+StepTotals step_totals(const Run& run) {
+  StepTotals t;
+  for (const auto& r : run.records) {
+    t.flops += r.total_flops() * r.count;
+    for (const auto& b : r.bytes)
+      if (b.level == "DRAM" || b.level == "HBM") t.bytes_outer += b.bytes * r.count;
+    if (r.time && (r.status == RecordStatus::Ok || r.status == RecordStatus::Invalid)) {
+      t.seconds += r.time->value * r.count;
+      ++t.measured;
+    }
+    t.invalid += r.status == RecordStatus::Invalid;
+    t.failed += r.status == RecordStatus::Failed;
+    t.no_backend += r.status == RecordStatus::NoBackend;
+  }
+  return t;
+}
+
+}  // namespace rafter::workloads
