@@ -23,11 +23,13 @@ claims=(
   "fp4_emulated_kernel|fp4 emulated: fp8 wgmma|QGMMA\\.64x256x32[.A-Z0-9]*E4M3[.A-Z0-9]*"
   "fma_kernelIfE|fp32 ffma|FFMA"
   "fma_kernelIdE|fp64 dfma|DFMA"
-  "dmma_kernel|fp64 tensor|DMMA[.A-Z0-9]*"
+  "dmma884|fp64 tensor m8n8k4|DMMA\\.884"
+  "dmma16816|fp64 tensor m16n8k16|DMMA[.A-Z0-9]*"
   "shared_read|shared 16-byte loads|LDS\\.128"
-  "sweep_read|sweep 16-byte loads|LDG\\.E[.A-Z0-9]*\\.128"
-  "stream_copyILb1E|streaming copy 16-byte stores|STG\\.E[.A-Z0-9]*\\.128"
-  "stream_copyILb0E|copy 16-byte stores|STG\\.E[.A-Z0-9]*\\.128"
+  "sweep_l1_read|L1 sweep 16-byte loads|LDG\\.E[.A-Z0-9]*128[.A-Z0-9]*"
+  "grid_read|device sweep 16-byte loads|LDG\\.E[.A-Z0-9]*128[.A-Z0-9]*"
+  "onepass_copyILi8E|one-pass copy 16-byte stores|STG\\.E[.A-Z0-9]*128"
+  "stream_copyILb1E|streaming copy 16-byte stores|STG\\.E[.A-Z0-9]*128"
 )
 status=0
 for c in "${claims[@]}"; do

@@ -57,7 +57,7 @@ def main():
         ("D2D copy (TB/s, read+write)", ("link", "device", "d2d", None), 1e-12, "copy_4096MiB", None),
     ]
     print(f"{'figure':34s} {'rafter':>9s} {'pytorch':>9s} {'ratio':>6s} {'target':>7s} "
-          f"{'datasheet':>9s} {'r/ds':>5s}  flag")
+          f"{'datasheet':>9s} {'r/ds':>5s} {'GHz':>5s}  flag")
     for name, (kind, res, op, isa), scale, key, target in rows:
         c = ceiling(machine, kind, res, op, isa)
         v = c["figure"]["value"] * scale if c else None
@@ -69,7 +69,8 @@ def main():
             verdict = f">={target:.2f} " + ("ok" if ratio >= target else "MISS")
         fmt = lambda x, w, d: f"{x:{w}.{d}f}" if x is not None else " " * (w - 1) + "-"
         print(f"{name:34s} {fmt(v, 9, 2)} {fmt(p, 9, 2)} {fmt(ratio, 6, 2)} {verdict:>7s} "
-              f"{fmt(ds * scale if ds else None, 9, 2)} {fmt(c.get('datasheet', {}).get('ratio') if c else None, 5, 2)}  "
+              f"{fmt(ds * scale if ds else None, 9, 2)} {fmt(c.get('datasheet', {}).get('ratio') if c else None, 5, 2)} "
+              f"{fmt(c['frequency_hz'] / 1e9 if c and c.get('frequency_hz') else None, 5, 3)}  "
               f"{(c or {}).get('flag', '')}")
     for res, lbl in (("L1", "L1"), ("L2", "L2"), ("HBM", "HBM")):
         c = ceiling(machine, "latency", res)

@@ -1,7 +1,7 @@
 // cuda.bandwidth: read, write and copy bandwidth per memory level. A sweep over working sets from
 // 16 KiB to at least 4x the L2 (kernels in bandwidth_kernels.cuh) shows L1, L2 and HBM as
 // plateaus, found inside windows named from the device properties (gpu_model.hpp); streaming
-// kernels over 1 GiB buffers give the HBM ceilings. The copy is checked element for element.
+// kernels over 2 GiB buffers give the HBM ceilings. The copy is checked element for element.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -160,7 +160,7 @@ void add_level_ceiling(const Device& device, const std::string& level, const std
 // One line per 2 MiB page: every line stays in L2, so latency steps are address translation.
 void tlb_sweep(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
   const double page = 2.0 * (1 << 20);
-  const int max_pages = options.quick ? 2048 : 8192;
+  const int max_pages = options.quick ? 2048 : 16384;
   size_t free_bytes = 0, total = 0;
   check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
   int pages = max_pages;
@@ -177,7 +177,12 @@ void tlb_sweep(const ProbeOptions& options, const Device& device, MachineProfile
     if (miss_start == 0 && c.cycles_per_hop > 1.15 * first) miss_start = p * page;
     sw.points.push_back(pt);
   }
-  profile.conditions["cuda.latency." + device.id + ".tlb_misses_start_bytes"] = miss_start;
+  if (miss_start > 0)
+    profile.conditions["cuda.latency." + device.id + ".tlb_misses_start_bytes"] = miss_start;
+  else
+    profile.conditions["cuda.latency." + device.id + ".tlb_misses_start_bytes"] =
+        "no step up to " + std::to_string((long long)(sw.points.empty() ? 0 : sw.points.back().working_set_bytes)) +
+        " bytes (" + std::to_string(pages) + " pages of 2 MiB)";
   profile.conditions["cuda.latency." + device.id + ".tlb_probe"] =
       "one line per 2 MiB page, lines L2-resident; first working set whose latency exceeds the "
       "smallest by 15%";

@@ -42,15 +42,17 @@ const HwlocTopology& process_topology() {
 bool pin_current_thread_to_core(int core_index) {
   const HwlocTopology& t = process_topology();
   const int cores = t.count(HWLOC_OBJ_CORE);
-  if (cores <= 0) return false;
+  if (cores <= 0 || core_index < 0) return false;
   hwloc_obj_t core = t.object(HWLOC_OBJ_CORE, core_index % cores);
   if (core == nullptr || core->cpuset == nullptr) return false;
-  // One PU of the core: with SMT the sibling stays free, so one thread per core is what we time.
-  hwloc_bitmap_t set = hwloc_bitmap_dup(core->cpuset);
-  hwloc_bitmap_singlify(set);
-  const int rc = hwloc_set_cpubind(t.get(), set, HWLOC_CPUBIND_THREAD);
-  hwloc_bitmap_free(set);
-  return rc == 0;
+  // One thread per core first (the SMT siblings stay idle); only threads beyond the core count
+  // go to the cores' second, third, ... hardware thread.
+  const int pus = hwloc_get_nbobjs_inside_cpuset_by_type(t.get(), core->cpuset, HWLOC_OBJ_PU);
+  const int which = pus > 0 ? (core_index / cores) % pus : 0;
+  hwloc_obj_t pu =
+      hwloc_get_obj_inside_cpuset_by_type(t.get(), core->cpuset, HWLOC_OBJ_PU, static_cast<unsigned>(which));
+  if (pu == nullptr || pu->cpuset == nullptr) return false;
+  return hwloc_set_cpubind(t.get(), pu->cpuset, HWLOC_CPUBIND_THREAD) == 0;
 }
 
 std::vector<CacheLevelInfo> data_cache_levels(const HwlocTopology& t) {

@@ -28,8 +28,9 @@ class HwlocTopology {
 // The process-wide topology without I/O devices, loaded once (pinning, describe_cpu).
 const HwlocTopology& process_topology();
 
-// Pins the calling thread to core `core_index` (logical index, wrapping around); false when hwloc
-// cannot bind here (the figure is then taken unpinned, and the probe records that).
+// Pins the calling thread to one hardware thread of core `core_index % cores` (thread index i goes
+// to core i, then to the cores' SMT siblings past the core count); false when hwloc cannot bind
+// here (the figure is then taken unpinned, and the probe records that).
 bool pin_current_thread_to_core(int core_index);
 
 // Data caches per level, innermost first: hwloc's L1d/L2/L3(/L4) objects.

@@ -46,7 +46,7 @@ std::string dump_dom(const std::string& chromium, const std::filesystem::path& h
   auto dir = temp_dir();
   auto profile = dir / "profile", err = dir / "stderr.txt", dom = dir / "dom.html";
   std::string cmd = "timeout 120 " + chromium +
-                    " --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking"
+                    " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --disable-background-networking"
                     " --disable-component-update --disable-sync --user-data-dir=" + profile.string() +
                     " --enable-logging=stderr --v=0 --dump-dom " + html.string() + " > " + dom.string() + " 2> " + err.string();
   std::string out;

@@ -51,8 +51,14 @@ inline std::filesystem::path make_temp_dir(const std::string& tag) {
 inline CliResult run_rafter(const std::vector<std::string>& args, const std::string& binary = RAFTER_BINARY) {
   auto dir = make_temp_dir("cli");
   std::string cmd = shell_quote(binary);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " </dev/null >" + shell_quote((dir / "out").string()) + " 2>" + shell_quote((dir / "err").string());
+  for (const auto& a : args) {
+    cmd.push_back(' ');
+    cmd.append(shell_quote(a));
+  }
+  cmd.append(" </dev/null >");
+  cmd.append(shell_quote((dir / "out").string()));
+  cmd.append(" 2>");
+  cmd.append(shell_quote((dir / "err").string()));
   int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -1,7 +1,7 @@
 // fp32 block quantizers (see block_quant.hpp). Rounding is to nearest even onto E2M1 by
 // thresholds (branch-free), scales are rounded to E4M3 / E8M0 by bit manipulation.
-// Comparisons (clamps, selects) may not trap: lets the compiler if-convert and vectorize them.
-#pragma GCC optimize("no-trapping-math")
+// Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
 #include "block_quant.hpp"
 
 #include <algorithm>

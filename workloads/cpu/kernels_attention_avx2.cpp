@@ -1,8 +1,8 @@
 // Native CPU attention kernels: fused prefill and decode (one pass per query row: scores, softmax,
 // P·V, all in fp32 registers/L1), the flash-style backward (scores recomputed), and the unfused
 // pieces (QKᵀ, scale + mask + softmax, P·V). Layouts as in src/attention_math.hpp.
-// Comparisons (clamps, selects) may not trap: lets the compiler if-convert and vectorize them.
-#pragma GCC optimize("no-trapping-math")
+// Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
 #include <algorithm>
 #include <cmath>
 

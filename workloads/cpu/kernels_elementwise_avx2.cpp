@@ -1,8 +1,8 @@
 // Native CPU kernels of the row-wise and element-wise operators: rmsnorm, swiglu, residual_add,
 // softmax, rope. fp32 arithmetic on fp32 or bf16 storage; rows split across the pinned pool; the
 // inner loops are plain and branch-free so that the compiler vectorizes them.
-// Comparisons (clamps, selects) may not trap: lets the compiler if-convert and vectorize them.
-#pragma GCC optimize("no-trapping-math")
+// Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
 #include <algorithm>
 #include <cmath>
 
@@ -151,12 +151,20 @@ class SoftmaxKernel : public Kernel {
   void run() override {
     const T* x = inputs[0].as<T>();
     T* y = outputs[0].as<T>();
+    // One exp per element: exps go to a row buffer (L1/L2) and are scaled on the way out.
     parallel_for(r_, [&](std::int64_t b, std::int64_t e, int) {
+      std::vector<float> ex(static_cast<std::size_t>(c_));
       for (std::int64_t r = b; r < e; ++r) {
         const T* xr = x + r * c_;
         const float mx = row_max(xr, c_);
-        const float inv = 1.0f / sum_exp(xr, c_, mx);
-        for (std::int64_t j = 0; j < c_; ++j) st(y + r * c_, j, fast_exp(ld(xr, j) - mx) * inv);
+        float lanes[16] = {}, sum = 0;
+        std::int64_t j = 0;
+        for (; j + 16 <= c_; j += 16)
+          for (int l = 0; l < 16; ++l) lanes[l] += (ex[std::size_t(j + l)] = fast_exp(ld(xr, j + l) - mx));
+        for (; j < c_; ++j) sum += (ex[std::size_t(j)] = fast_exp(ld(xr, j) - mx));
+        for (float l : lanes) sum += l;
+        const float inv = 1.0f / sum;
+        for (std::int64_t k = 0; k < c_; ++k) st(y + r * c_, k, ex[std::size_t(k)] * inv);
       }
     }, row_grain(c_));
   }

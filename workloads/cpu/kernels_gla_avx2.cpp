@@ -3,8 +3,8 @@
 //   o_t = (q_t ∘ e^{b_t})·S + Σ_{τ≤t} (Σ_i q_ti k_τi e^{b_ti − b_τi}) v_τ
 //   S ← diag(e^{b_C})·S + Σ_τ (k_τ ∘ e^{b_C − b_τ})ᵀ v_τ
 // which equals the recurrence S_t = diag(e^{g_t}) S_{t−1} + k_tᵀ v_t, o_t = q_t S_t.
-// Comparisons (clamps, selects) may not trap: lets the compiler if-convert and vectorize them.
-#pragma GCC optimize("no-trapping-math")
+// Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
 #include <cmath>
 
 #include "cpu_kernel.hpp"

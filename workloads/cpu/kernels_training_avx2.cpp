@@ -1,7 +1,7 @@
 // Native CPU kernels of embedding (gather / scatter-add), cross_entropy (fused log-softmax,
 // fwd/bwd) and the AdamW step (FP32 master weights and moments, low-precision gradient and copy).
-// Comparisons (clamps, selects) may not trap: lets the compiler if-convert and vectorize them.
-#pragma GCC optimize("no-trapping-math")
+// Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
 #include <algorithm>
 #include <cmath>
 

@@ -4,6 +4,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <vector>
 
 #include "cuda_util.hpp"
@@ -34,9 +35,12 @@ class LtGemm {
   // floats, dequantization factors: real = stored × scale); null scales for other precisions.
   void bind(const void* a, const void* b, void* c, const float* scale_a = nullptr,
             const float* scale_b = nullptr);
-  // Asks the heuristic for up to `max_candidates`; with `time_all`, times each (cold L2) and keeps
-  // the fastest, else keeps the first. Throws InputError when cuBLASLt offers none.
-  GemmAlgoRecord choose(bool time_all, int max_candidates = kGemmCandidates);
+  // Asks the heuristic for up to `max_candidates`; with `time_all`, times each (cold L2, a few
+  // launches), then re-times the three fastest and the heuristic's first with `refine` (seconds of
+  // launch() with the algorithm set) and keeps the fastest; without `time_all` keeps the first.
+  // Throws InputError when cuBLASLt offers none.
+  using RefineFn = std::function<double()>;
+  GemmAlgoRecord choose(bool time_all, int max_candidates = kGemmCandidates, const RefineFn& refine = {});
   void launch(cudaStream_t stream) const;
   // The same GEMM on other operands of the same layout (attention's per-group calls).
   void launch_with(cudaStream_t stream, const void* a, const void* b, void* c) const;

@@ -121,10 +121,12 @@ bool time_cold_events(const StreamFn& op, const ExecContext& ctx, OpTiming& out)
   bool ok = true;
   try {
     for (int i = 0; i < n; ++i) {
+      // External: a plain record inside a capture only orders streams; this one becomes a graph
+      // node that writes its timestamp at every replay.
       l2_read_flush(r.stream);
-      RAFTER_CUDA_CHECK(cudaEventRecord(r.start[i], r.stream));
+      RAFTER_CUDA_CHECK(cudaEventRecordWithFlags(r.start[i], r.stream, cudaEventRecordExternal));
       op(r.stream);
-      RAFTER_CUDA_CHECK(cudaEventRecord(r.stop[i], r.stream));
+      RAFTER_CUDA_CHECK(cudaEventRecordWithFlags(r.stop[i], r.stream, cudaEventRecordExternal));
     }
   } catch (const InputError&) {
     ok = false;
