@@ -7,8 +7,10 @@ set -uo pipefail
 build=${1:-build-dev}
 objdir="$build/probes/CMakeFiles/rafter_probes.dir/cuda"
 cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-[ -x "$cuobjdump" ] || { echo "check_sass: cuobjdump not found"; exit 1; }
-[ -d "$objdir" ] || { echo "check_sass: no CUDA probe objects under $objdir (build with RAFTER_CUDA=ON)"; exit 1; }
+if [ -z "${SASS_FILE:-}" ]; then  # SASS_FILE: a saved `cuobjdump -sass` listing, checked instead
+  [ -x "$cuobjdump" ] || { echo "check_sass: cuobjdump not found"; exit 1; }
+  [ -d "$objdir" ] || { echo "check_sass: no CUDA probe objects under $objdir (build with RAFTER_CUDA=ON)"; exit 1; }
+fi
 sass=$(mktemp)
 if [ -n "${SASS_FILE:-}" ]; then cp "$SASS_FILE" "$sass"; else for o in "$objdir"/*.o; do "$cuobjdump" -sass "$o" 2>/dev/null; done >"$sass"; fi
 
@@ -23,8 +25,8 @@ claims=(
   "fp4_emulated_kernel|fp4 emulated: fp8 wgmma|QGMMA\\.64x256x32[.A-Z0-9]*E4M3[.A-Z0-9]*"
   "fma_kernelIfE|fp32 ffma|FFMA"
   "fma_kernelIdE|fp64 dfma|DFMA"
-  "dmma884|fp64 tensor m8n8k4|DMMA\\.884"
-  "dmma16816|fp64 tensor m16n8k16|DMMA[.A-Z0-9]*"
+  "dmma884|fp64 tensor m8n8k4|DMMA\\.8x8x4[.A-Z0-9]*"
+  "dmma16816|fp64 tensor m16n8k16|DMMA\\.16x8x[0-9]+[.A-Z0-9]*"
   "shared_read|shared 16-byte loads|LDS\\.128"
   "sweep_l1_read|L1 sweep 16-byte loads|LDG\\.E[.A-Z0-9]*128[.A-Z0-9]*"
   "grid_read|device sweep 16-byte loads|LDG\\.E[.A-Z0-9]*128[.A-Z0-9]*"

@@ -127,27 +127,31 @@ __global__ void count_mismatches(const int4* a, const int4* b, std::size_t n, un
 
 // The stream variants: grid-stride plain or with streaming hints, one pass with 4 or 8 vectors
 // per thread. The HBM ceiling is the best of them.
-enum class Variant { Stride, StrideHints, OnePass4, OnePass8 };
+enum class Variant { Stride, StrideHints, OnePass2, OnePass4, OnePass8, OnePass4Small };
 const char* name(Variant v) {
   switch (v) {
     case Variant::Stride: return "grid_stride";
     case Variant::StrideHints: return "grid_stride_streaming_hints";
+    case Variant::OnePass2: return "one_pass_2";
     case Variant::OnePass4: return "one_pass_4";
     case Variant::OnePass8: return "one_pass_8";
+    case Variant::OnePass4Small: return "one_pass_4_block_128";
   }
   return "";
 }
 
-template <int U>
+template <int U, int B = 256>
 void launch_onepass(SweepOp op, int4* a, int4* b, std::size_t n16, int* sink, cudaStream_t s) {
-  const auto grid = unsigned(n16 / (256 * U));
-  if (op == SweepOp::Read) onepass_read<U><<<grid, 256, 0, s>>>(a, sink);
-  if (op == SweepOp::Write) onepass_write<U><<<grid, 256, 0, s>>>(b);
-  if (op == SweepOp::Copy) onepass_copy<U><<<grid, 256, 0, s>>>(a, b);
+  const auto grid = unsigned(n16 / (B * U));
+  if (op == SweepOp::Read) onepass_read<U, B><<<grid, B, 0, s>>>(a, sink);
+  if (op == SweepOp::Write) onepass_write<U, B><<<grid, B, 0, s>>>(b);
+  if (op == SweepOp::Copy) onepass_copy<U, B><<<grid, B, 0, s>>>(a, b);
 }
 
 void launch_stream(Variant v, SweepOp op, int blocks, int4* a, int4* b, std::size_t n16, int* sink, cudaStream_t s) {
+  if (v == Variant::OnePass2) launch_onepass<2>(op, a, b, n16, sink, s);
   if (v == Variant::OnePass4) launch_onepass<4>(op, a, b, n16, sink, s);
+  if (v == Variant::OnePass4Small) launch_onepass<4, 128>(op, a, b, n16, sink, s);
   if (v == Variant::OnePass8) launch_onepass<8>(op, a, b, n16, sink, s);
   const bool hints = v == Variant::StrideHints;
   if (v == Variant::Stride || hints) {
@@ -182,7 +186,8 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
   nlohmann::json tried = nlohmann::json::object();
   Measurement best;
   Variant best_variant = Variant::Stride;
-  for (Variant v : {Variant::Stride, Variant::StrideHints, Variant::OnePass4, Variant::OnePass8}) {
+  for (Variant v : {Variant::Stride, Variant::StrideHints, Variant::OnePass2, Variant::OnePass4, Variant::OnePass8,
+                    Variant::OnePass4Small}) {
     Measurement m;
     m.kind = CeilingKind::Bandwidth;
     m.resource = cx.device.memory_levels.back().name;
@@ -222,7 +227,9 @@ void run_bandwidth_probe(const ProbeOptions& options, const Device& device, Mach
   const double l2 = cx.props.l2CacheSize;
   double max_ws = options.max_working_set_bytes > 0 ? options.max_working_set_bytes : 4 * l2;
   max_ws = pow2_at_least(std::max(max_ws, 4 * l2));
-  const double stream_bytes = options.quick ? 512.0 * (1 << 20) : 2048.0 * (1 << 20);
+  // As large as PyTorch's reference copy (4 GiB each way), within an eighth of the GPU's memory.
+  const double stream_bytes = std::min(options.quick ? 512.0 * (1 << 20) : 4096.0 * (1 << 20),
+                                       pow2_at_least(double(cx.props.totalGlobalMem) / 16));
   const double buffer_bytes = std::max(max_ws, stream_bytes);
   const auto buffer_size = static_cast<std::size_t>(buffer_bytes);
   DeviceBuffer a(buffer_size), b(buffer_size), sink(64);

@@ -162,36 +162,36 @@ __global__ void stream_write(int4* __restrict__ dst, std::size_t n16) {
   }
 }
 
-// One pass without a grid stride: block b handles vectors [b * 256 * U, (b + 1) * 256 * U), U per
+// One pass without a grid stride: block b handles vectors [b * B * U, (b + 1) * B * U), U per
 // thread, all loads issued before the first store (as PyTorch's elementwise copy does).
-template <int U>
-__global__ void __launch_bounds__(256) onepass_copy(const int4* __restrict__ src, int4* __restrict__ dst) {
-  const std::size_t base = std::size_t(blockIdx.x) * 256 * U + threadIdx.x;
+template <int U, int B>
+__global__ void __launch_bounds__(B) onepass_copy(const int4* __restrict__ src, int4* __restrict__ dst) {
+  const std::size_t base = std::size_t(blockIdx.x) * B * U + threadIdx.x;
   int4 v[U];
 #pragma unroll
-  for (int u = 0; u < U; ++u) v[u] = src[base + u * 256];
+  for (int u = 0; u < U; ++u) v[u] = src[base + u * B];
 #pragma unroll
-  for (int u = 0; u < U; ++u) dst[base + u * 256] = v[u];
+  for (int u = 0; u < U; ++u) dst[base + u * B] = v[u];
 }
 
-template <int U>
-__global__ void __launch_bounds__(256) onepass_read(const int4* __restrict__ src, int* sink) {
-  const std::size_t base = std::size_t(blockIdx.x) * 256 * U + threadIdx.x;
+template <int U, int B>
+__global__ void __launch_bounds__(B) onepass_read(const int4* __restrict__ src, int* sink) {
+  const std::size_t base = std::size_t(blockIdx.x) * B * U + threadIdx.x;
   int4 v[U];
 #pragma unroll
-  for (int u = 0; u < U; ++u) v[u] = src[base + u * 256];
+  for (int u = 0; u < U; ++u) v[u] = src[base + u * B];
   int4 acc = make_int4(0, 0, 0, 0);
 #pragma unroll
   for (int u = 0; u < U; ++u) xor_into(acc, v[u]);
   keep(acc, sink);
 }
 
-template <int U>
-__global__ void __launch_bounds__(256) onepass_write(int4* __restrict__ dst) {
-  const std::size_t base = std::size_t(blockIdx.x) * 256 * U + threadIdx.x;
+template <int U, int B>
+__global__ void __launch_bounds__(B) onepass_write(int4* __restrict__ dst) {
+  const std::size_t base = std::size_t(blockIdx.x) * B * U + threadIdx.x;
   const int4 v = make_int4(int(base) | 1, 7, 0x5a5a5a5a, int(base >> 9) | 1);
 #pragma unroll
-  for (int u = 0; u < U; ++u) dst[base + u * 256] = v;
+  for (int u = 0; u < U; ++u) dst[base + u * B] = v;
 }
 
 }  // namespace rafter::probes::cuda

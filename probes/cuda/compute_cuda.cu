@@ -20,7 +20,7 @@ constexpr int kFmaThreads = 512;
 constexpr int kInputsPerThread = kChains + 2;
 
 template <class T>
-__global__ void __launch_bounds__(kFmaThreads) fma_kernel(const T* in, T* out, int iterations, long long* cycles) {
+__global__ void __launch_bounds__(kFmaThreads, 4) fma_kernel(const T* in, T* out, int iterations, long long* cycles) {
   const CycleCounter counter;
   const int tid = blockIdx.x * blockDim.x + threadIdx.x;
   const T* mine = in + std::size_t(tid) * kInputsPerThread;
@@ -105,6 +105,7 @@ void probe_fma(const ProbeOptions& options, const Device& device, MachineProfile
   Measurement m{CeilingKind::Compute, resource, "fma", isa, flop_per_iteration * iterations, "FLOP/s", {}};
   m.timing = gpu::time_launches(
       [&](void* st) {
+        reset_cycles(cycles, cudaStream_t(st));
         fma_kernel<T><<<blocks, kFmaThreads, 0, cudaStream_t(st)>>>(in.get<T>(), out.get<T>(), iterations,
                                                                    cycles.get<long long>());
         check_launch("fma_kernel");

@@ -75,6 +75,10 @@ double read_cycles(const DeviceBuffer& cycles) {
   return double(h);
 }
 
+void reset_cycles(const DeviceBuffer& cycles, cudaStream_t stream) {
+  check(cudaMemsetAsync(cycles.get(), 0, 8, stream), "reset cycle count");
+}
+
 gpu::GpuTimingOptions timing_options(const ProbeOptions& options, const Device& device,
                                      bool flush_l2) {
   gpu::GpuTimingOptions t;

@@ -56,13 +56,15 @@ struct Measurement {
   double work_per_launch = 0;  // bytes or FLOPs per launch
   std::string unit;            // "B/s", "FLOP/s", "OP/s"
   gpu::GpuTiming timing;
-  // SM cycles of one launch as block 0 counted them (clock64), 0 when not counted: over the
-  // launch's time this is the SM clock the kernel really ran at, which NVML only samples.
+  // SM cycles of one launch, the longest any block lived (clock64), 0 when not counted: over the
+  // launch's time this is the SM clock the kernel really ran at, which NVML only samples. Valid
+  // for kernels whose blocks all run in one wave.
   double sm_cycles_per_launch = 0;
 };
 
 #ifdef __CUDACC__
-// Counts SM cycles in block 0 from kernel start to end: construct first thing, call stop() last.
+// Counts each block's SM cycles from its start to its end and keeps the largest in *out (reset
+// it to 0 before the launch): construct first thing in the kernel, call stop() last.
 struct CycleCounter {
   long long start = 0;
   __device__ CycleCounter() {
@@ -72,7 +74,8 @@ struct CycleCounter {
   }
   __device__ void stop(long long* out) const {
 #ifdef __CUDA_ARCH__
-    if (blockIdx.x == 0 && threadIdx.x == 0) *out = clock64() - start;
+    if (threadIdx.x == 0)
+      atomicMax(reinterpret_cast<unsigned long long*>(out), static_cast<unsigned long long>(clock64() - start));
 #else
     (void)out;
 #endif
@@ -80,8 +83,10 @@ struct CycleCounter {
 };
 #endif
 
-// Reads the cycle count a kernel left in `cycles` (device memory).
+// Reads the cycle count a kernel left in `cycles` (device memory); reset_cycles zeroes it on a
+// stream, before each counted launch (captured into the graph with the launch).
 double read_cycles(const DeviceBuffer& cycles);
+void reset_cycles(const DeviceBuffer& cycles, cudaStream_t stream);
 
 // Builds the device-scope ceiling (rate = work / seconds), fills clocks and flags.
 Ceiling make_ceiling(const Device& device, const std::string& probe, const Measurement& m,

@@ -19,7 +19,7 @@ constexpr int kChains = 4;
 constexpr int kThreads = 256;
 
 // A is M x K row-major, B is K x N row-major, out is kChains x M x N row-major (block 0, warp 0).
-__global__ void __launch_bounds__(kThreads) dmma884(const double* a, const double* b, double* out, int iterations,
+__global__ void __launch_bounds__(kThreads, 2) dmma884(const double* a, const double* b, double* out, int iterations,
                                                      long long* cycles) {
   const CycleCounter counter;
   using namespace nvcuda;
@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kThreads) dmma884(const double* a, const doubl
 // mma.sync m16n8k16 f64 fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16" with .f64), with
 // g = lane / 4, t = lane % 4: a_i = A[g + 8 (i % 2)][t + 4 (i / 2)] (8 values),
 // b_i = B[t + 4 i][g] (4 values), c_i = C[g + 8 (i / 2)][2 t + i % 2] (4 values).
-__global__ void __launch_bounds__(kThreads) dmma16816(const double* a, const double* b, double* out, int iterations,
+__global__ void __launch_bounds__(kThreads, 2) dmma16816(const double* a, const double* b, double* out, int iterations,
                                                        long long* cycles) {
   const CycleCounter counter;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -94,8 +94,8 @@ struct Shape {
   decltype(&dmma884) kernel;
 };
 
-const Shape kShapes[] = {{"mma.sync m8n8k4 f64 (wmma)", "DMMA.884", 8, 8, 4, dmma884},
-                         {"mma.sync m16n8k16 f64", "DMMA.16816", 16, 8, 16, dmma16816}};
+const Shape kShapes[] = {{"mma.sync m8n8k4 f64 (wmma)", "DMMA.8x8x4", 8, 8, 4, dmma884},
+                         {"mma.sync m16n8k16 f64", "DMMA.16x8x16", 16, 8, 16, dmma16816}};
 
 struct Operands {
   std::vector<double> a, b;
@@ -143,13 +143,14 @@ double check_shape(const Shape& s, unsigned seed) {
 
 Measurement time_shape(const Shape& s, const ProbeOptions& options, const Device& device, int sms, double peak) {
   Operands o = random_operands(s, 77u);
-  const int blocks = 4 * sms;
+  const int blocks = 2 * sms;  // m16n8k16 holds 122 registers: 2 blocks per SM, one wave
   DeviceBuffer out(std::size_t(kChains) * s.m * s.n * 8), cycles(8);
   const double flop_per_iteration = double(blocks) * kThreads / 32 * kChains * 2.0 * s.m * s.n * s.k;
   const int iterations = int(0.005 * peak / flop_per_iteration) + 1;  // about 5 ms per launch
   Measurement m{CeilingKind::Compute, "fp64", "mma", "dmma", flop_per_iteration * iterations, "FLOP/s", {}};
   m.timing = gpu::time_launches(
       [&](void* st) {
+        reset_cycles(cycles, cudaStream_t(st));
         s.kernel<<<blocks, kThreads, 0, cudaStream_t(st)>>>(o.da.get<double>(), o.db.get<double>(), out.get<double>(),
                                                             iterations, cycles.get<long long>());
         check_launch("dmma kernel");

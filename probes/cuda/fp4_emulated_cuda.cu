@@ -177,6 +177,7 @@ void run_fp4_probe(const ProbeOptions& options, const Device& device, MachinePro
                 "FLOP/s", {}};
   m.timing = gpu::time_launches(
       [&](void* s) {
+        reset_cycles(cycles, cudaStream_t(s));
         fp4_emulated_kernel<<<blocks, kThreads, kSmemBytes, cudaStream_t(s)>>>(
             packed.get<std::uint8_t>(), scales.get<std::uint8_t>(), out.get<float>(), iterations,
             cycles.get<long long>());

@@ -53,6 +53,7 @@ void run_shared_probe(const ProbeOptions& options, const Device& device, Machine
   Measurement m{CeilingKind::Bandwidth, "shared", "read", "ld.shared.v4", bytes_per_trip * double(trips), "B/s", {}};
   m.timing = gpu::time_launches(
       [&](void* s) {
+        reset_cycles(cycles, cudaStream_t(s));
         shared_read<<<blocks, kThreads, kSmemBytes, cudaStream_t(s)>>>(trips, sink.get<int>(), cycles.get<long long>());
         check_launch("shared_read");
       },

@@ -182,6 +182,7 @@ struct Launch {
 template <Op op>
 void launch(const Launch& l, cudaStream_t stream) {
   using T = typename Acc<op>::type;
+  reset_cycles(*l.cycles, stream);
   wgmma_kernel<op><<<l.blocks, 128 * l.warpgroups, kSmemBytes, stream>>>(
       l.a->get<std::uint8_t>(), l.b->get<std::uint8_t>(), l.out->get<T>(), l.iterations, l.lbo, l.sbo,
       l.cycles->get<long long>());

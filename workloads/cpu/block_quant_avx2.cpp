@@ -92,20 +92,28 @@ float tensor_amax(const T* x, std::int64_t rows, std::int64_t cols, bool rht) {
   std::vector<float> partial(std::size_t(pool_threads()), 0.0f);
   parallel_for(rows, [&](std::int64_t b, std::int64_t e, int w) {
     std::vector<float> row(static_cast<std::size_t>(cols));
-    float lanes[16] = {};
+    std::uint32_t mb = 0;  // max of |x| as integer bits (see encode_group)
     for (std::int64_t r = b; r < e; ++r) {
-      const float* v = row.data();
-      if (rht) load_rows(x, r, 1, cols, rht, row.data());
-      std::int64_t c = 0;
-      for (; c + 16 <= cols; c += 16)
-        for (int j = 0; j < 16; ++j) {
-          const float a = std::fabs(rht ? v[c + j] : ld(x, r * cols + c + j));
-          lanes[j] = lanes[j] > a ? lanes[j] : a;
+      if (rht) {
+        load_rows(x, r, 1, cols, rht, row.data());
+        for (std::int64_t c = 0; c < cols; ++c) {
+          std::uint32_t u;
+          std::memcpy(&u, &row[std::size_t(c)], 4);
+          u &= 0x7fffffffu;
+          mb = mb > u ? mb : u;
         }
-      for (; c < cols; ++c) lanes[0] = std::max(lanes[0], std::fabs(rht ? v[c] : ld(x, r * cols + c)));
+        continue;
+      }
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float f = ld(x, r * cols + c);
+        std::uint32_t u;
+        std::memcpy(&u, &f, 4);
+        u &= 0x7fffffffu;
+        mb = mb > u ? mb : u;
+      }
     }
-    float m = 0;
-    for (float l : lanes) m = std::max(m, l);
+    float m;
+    std::memcpy(&m, &mb, 4);
     partial[std::size_t(w)] = std::max(partial[std::size_t(w)], m);
   });
   return *std::max_element(partial.begin(), partial.end());
@@ -118,9 +126,18 @@ void encode_group(QuantizedTensor& q, const float* v, std::int64_t r0, std::int6
   auto* scales = static_cast<std::uint8_t*>(q.scales.data());
   const bool nv = q.precision == "nvfp4";
   for (std::int64_t c0 = 0; c0 < cols; c0 += bc) {
-    float amax = 0;
+    // |x| compared as integers (non-negative floats order like their bits): an integer max
+    // reduction vectorizes, a float one (without -ffast-math) does not.
+    std::uint32_t amax_bits = 0;
     for (std::int64_t r = 0; r < nrows; ++r)
-      for (std::int64_t c = c0; c < c0 + bc; ++c) amax = std::max(amax, std::fabs(v[r * cols + c]));
+      for (std::int64_t c = c0; c < c0 + bc; ++c) {
+        std::uint32_t u;
+        std::memcpy(&u, &v[r * cols + c], 4);
+        u &= 0x7fffffffu;
+        amax_bits = amax_bits > u ? amax_bits : u;
+      }
+    float amax;
+    std::memcpy(&amax, &amax_bits, 4);
     float scale;
     const std::int64_t sidx = (r0 / q.block_rows()) * (cols / bc) + c0 / bc;
     if (nv) {
@@ -135,14 +152,18 @@ void encode_group(QuantizedTensor& q, const float* v, std::int64_t r0, std::int6
     for (std::int64_t r = 0; r < nrows; ++r) {
       const float* row = v + r * cols;
       std::uint8_t* out = vals + ((r0 + r) * cols + c0) / 2;
-      if (!o.stochastic) {  // the common path: branch-free, pairs of codes into one byte
-        for (std::int64_t c = 0; c < bc; c += 2) {
-          const float x0 = row[c0 + c], x1 = row[c0 + c + 1];
-          const int k0 = scale > 0 ? e2m1_code_rne(std::fabs(x0) / scale) : 0;
-          const int k1 = scale > 0 ? e2m1_code_rne(std::fabs(x1) / scale) : 0;
-          const int n0 = k0 | (((x0 < 0) & (k0 != 0)) << 3), n1 = k1 | (((x1 < 0) & (k1 != 0)) << 3);
-          out[c / 2] = static_cast<std::uint8_t>(n0 | (n1 << 4));
+      if (!o.stochastic) {  // the common path: codes for the block first (vectorizes), then pairs
+        std::int32_t codes[32];
+        const float* xs = row + c0;
+        if (scale > 0) {
+          for (std::int64_t c = 0; c < bc; ++c) {
+            const std::int32_t k = e2m1_code_rne(std::fabs(xs[c]) / scale);
+            codes[c] = k | ((xs[c] < 0 && k != 0) ? 8 : 0);
+          }
+        } else {
+          for (std::int64_t c = 0; c < bc; ++c) codes[c] = 0;
         }
+        for (std::int64_t c = 0; c < bc / 2; ++c) out[c] = static_cast<std::uint8_t>(codes[2 * c] | (codes[2 * c + 1] << 4));
         continue;
       }
       for (std::int64_t c = 0; c < bc; c += 2) {
@@ -221,21 +242,27 @@ void dequantize_impl(const QuantizedTensor& q, T* out) {
   }
   const bool nv = q.precision == "nvfp4";
   const std::int64_t bc = q.block_cols(), br = q.block_rows(), nb = q.cols / bc;
+  // E2M1 decoded arithmetically with integer selects (vectorizes, unlike a 16-entry table):
+  // exponent field e and mantissa bit m give 2^(e-1)·(1 + m/2), or m/2 when e = 0.
   parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {
-    float lut[16];
+    std::int32_t nib[32];
     for (std::int64_t r = b; r < e; ++r)
       for (std::int64_t blk = 0; blk < nb; ++blk) {
         const std::uint8_t sb = scales[(r / br) * nb + blk];
         const float s = nv ? luts().e4m3[sb] * q.tensor_scale : std::ldexp(1.0f, int(sb) - 127);
-        for (int c = 0; c < 8; ++c) {
-          lut[c] = kE2M1[c] * s;
-          lut[c + 8] = -kE2M1[c] * s;
-        }
         const std::int64_t base = r * q.cols + blk * bc;
-        for (std::int64_t c = 0; c < bc; c += 2) {
-          const std::uint8_t byte = vals[(base + c) / 2];
-          st(out, base + c, lut[byte & 15]);
-          st(out, base + c + 1, lut[byte >> 4]);
+        const std::uint8_t* bytes = vals + base / 2;
+        for (std::int64_t c = 0; c < bc / 2; ++c) {
+          nib[2 * c] = bytes[c] & 15;
+          nib[2 * c + 1] = bytes[c] >> 4;
+        }
+        for (std::int64_t c = 0; c < bc; ++c) {
+          const std::int32_t k = nib[c], ex = (k >> 1) & 3, m = k & 1;
+          const std::int32_t mag = ex ? (((ex + 126) << 23) | (m << 22)) : (m ? 0x3f000000 : 0);
+          const std::uint32_t bits = static_cast<std::uint32_t>(mag) | (static_cast<std::uint32_t>(k & 8) << 28);
+          float v;
+          std::memcpy(&v, &bits, 4);
+          st(out, base + c, v * s);
         }
       }
   });

@@ -123,21 +123,26 @@ static inline void st(bf16* p, std::int64_t i, float v) {  // round to nearest e
   p[i] = static_cast<bf16>(u >> 16);
 }
 
-// exp for fp32 kernels: 2^n · p(r) with a degree-6 polynomial, relative error < 2e-7 on the range
-// softmax needs; branch-free so the compiler vectorizes loops that call it.
+// exp for fp32 kernels: 2^n · p(r) with a degree-6 polynomial, relative error < 2e-7 for
+// x in [-87, 88]; below that it returns a tiny positive number (< 1e-28) instead of 0, above it
+// a large finite one. The exponent is clamped as an integer: integer min/max vectorize, while
+// float compares (which may trap) keep the compiler from vectorizing. |x| must stay < 1e9.
 static inline float fast_exp(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
   // Round to nearest by the 1.5·2^23 trick (vectorizes on plain SSE2, unlike nearbyint).
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float n0 = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  std::int32_t ni = static_cast<std::int32_t>(n0);
+  ni = ni < -126 ? -126 : ni;
+  ni = ni > 127 ? 127 : ni;
+  const float n = static_cast<float>(ni);
   const float r = x - n * 0.693145751953125f - n * 1.42860682030941723212e-6f;
-  float p = 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
+  float p = 1.388888889e-3f;
+  p = p * r + 8.333333333e-3f;
+  p = p * r + 4.166666667e-2f;
+  p = p * r + 1.666666667e-1f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  const std::int32_t bits = (ni + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
   return p * scale;

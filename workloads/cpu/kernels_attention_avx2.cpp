@@ -47,6 +47,7 @@ class AttentionFwdKernel : public Kernel {
     details["algorithm"] = "native row-wise fused attention (fp32 softmax)";
   }
   void run() override {
+    if (a_.q_len == 1) return run_decode();
     const T *Q = inputs[0].as<T>(), *K = inputs[1].as<T>(), *V = inputs[2].as<T>();
     T* O = outputs[0].as<T>();
     const float scale = float(a_.scale());
@@ -72,6 +73,45 @@ class AttentionFwdKernel : public Kernel {
   }
 
  private:
+  // Decode: the cache is token-major ([batch, kv_len, kv_heads, d], FlashInfer's NHD), so a thread
+  // walks the keys once for a contiguous range of heads: each key's heads are adjacent in memory
+  // (one stream, no page-sized strides between consecutive reads).
+  void run_decode() {
+    const T *Q = inputs[0].as<T>(), *K = inputs[1].as<T>(), *V = inputs[2].as<T>();
+    T* O = outputs[0].as<T>();
+    const float scale = float(a_.scale());
+    const std::int64_t H = a_.heads, n = a_.kv_len, d = a_.d;
+    parallel_for(a_.batch * H, [&](std::int64_t lo, std::int64_t hi, int) {
+      std::vector<float> sc(static_cast<std::size_t>(H * n)), q(static_cast<std::size_t>(H * d)), o(static_cast<std::size_t>(H * d));
+      for (std::int64_t item = lo; item < hi;) {
+        const std::int64_t b = item / H, hs = item % H, he = std::min(H, hs + (hi - item));
+        for (std::int64_t h = hs; h < he; ++h)
+          for (std::int64_t x = 0; x < d; ++x) q[std::size_t(h * d + x)] = ld(Q, a_.q_index(b, 0, h) + x) * scale;
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t h = hs; h < he; ++h) sc[std::size_t(h * n + j)] = dot(&q[std::size_t(h * d)], K + a_.kv_index(b, j, h), d);
+        for (std::int64_t h = hs; h < he; ++h) {
+          float* row = &sc[std::size_t(h * n)];
+          const float mx = row_max(row, n);
+          float sum = 0;
+          for (std::int64_t j = 0; j < n; ++j) sum += (row[j] = fast_exp(row[j] - mx));
+          const float inv = 1.0f / sum;
+          for (std::int64_t j = 0; j < n; ++j) row[j] *= inv;
+        }
+        std::fill(o.begin(), o.end(), 0.0f);
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t h = hs; h < he; ++h) {
+            const float p = sc[std::size_t(h * n + j)];
+            const T* v = V + a_.kv_index(b, j, h);
+            float* oh = &o[std::size_t(h * d)];
+            for (std::int64_t x = 0; x < d; ++x) oh[x] += p * ld(v, x);
+          }
+        for (std::int64_t h = hs; h < he; ++h)
+          for (std::int64_t x = 0; x < d; ++x) st(O, a_.q_index(b, 0, h) + x, o[std::size_t(h * d + x)]);
+        item += he - hs;
+      }
+    });
+  }
+
   AttentionDims a_;
 };
 

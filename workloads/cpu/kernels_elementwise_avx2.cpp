@@ -95,21 +95,27 @@ class SwigluKernel : public Kernel {
     const T* gu = inputs[0].as<T>();
     const T* dy = bwd_ ? inputs[1].as<T>() : nullptr;
     T* out = outputs[0].as<T>();
-    parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
+    const std::int64_t f = f_;
+    const bool bwd = bwd_;
+    // Everything by value: no store can alias the loop's bounds or pointers.
+    parallel_for(t_, [=](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t r = b; r < e; ++r) {
-        const T *g = gu + r * 2 * f_, *u = g + f_;
-        if (!bwd_) {
-          for (std::int64_t i = 0; i < f_; ++i) {
+        const T *g = gu + r * 2 * f, *u = g + f;
+        if (!bwd) {
+          T* o = out + r * f;
+          for (std::int64_t i = 0; i < f; ++i) {
             const float gv = ld(g, i);
-            st(out + r * f_, i, gv / (1.0f + fast_exp(-gv)) * ld(u, i));
+            st(o, i, gv / (1.0f + fast_exp(-gv)) * ld(u, i));
           }
           continue;
         }
-        for (std::int64_t i = 0; i < f_; ++i) {
-          const float gv = ld(g, i), uv = ld(u, i), d = ld(dy + r * f_, i);
+        T *og = out + r * 2 * f, *ou = og + f;
+        const T* d = dy + r * f;
+        for (std::int64_t i = 0; i < f; ++i) {
+          const float gv = ld(g, i), uv = ld(u, i), dv = ld(d, i);
           const float sig = 1.0f / (1.0f + fast_exp(-gv));
-          st(out + r * 2 * f_, i, d * uv * sig * (1.0f + gv * (1.0f - sig)));
-          st(out + r * 2 * f_ + f_, i, d * gv * sig);
+          st(og, i, dv * uv * sig * (1.0f + gv * (1.0f - sig)));
+          st(ou, i, dv * gv * sig);
         }
       }
     }, row_grain(f_));

@@ -2,6 +2,8 @@
 // fwd/bwd) and the AdamW step (FP32 master weights and moments, low-precision gradient and copy).
 // Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -118,15 +120,28 @@ class AdamwKernel : public Kernel {
     float *p = outputs[0].as<float>(), *m = outputs[1].as<float>(), *v = outputs[2].as<float>();
     const T* g = inputs[3].as<T>();
     T* copy = outputs[3].as<T>();
-    parallel_for(n_, [&](std::int64_t lo, std::int64_t hi, int) {
-      for (std::int64_t i = lo; i < hi; ++i) {
-        const float gi = ld(g, i);
-        const float mi = b1 * m[i] + (1 - b1) * gi, vi = b2 * v[i] + (1 - b2) * gi * gi;
-        const float w = p[i] - lr * ((mi * c1) / (std::sqrt(vi * c2) + eps) + wd * p[i]);
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = w;
-        st(copy, i, w);
+    // Pointers copied into the lambda: captured by reference, stores to m/v could alias them and
+    // the loop would not vectorize. sqrt goes through _mm256_sqrt_ps: std::sqrt may set errno, which
+    // keeps the compiler from vectorizing a loop around it.
+    parallel_for(n_, [=](std::int64_t lo, std::int64_t hi, int) {
+      alignas(32) float den[256];
+      for (std::int64_t b0 = lo; b0 < hi; b0 += 256) {
+        const std::int64_t nb = std::min<std::int64_t>(256, hi - b0);
+        for (std::int64_t j = 0; j < nb; ++j) {
+          const float gi = ld(g, b0 + j);
+          m[b0 + j] = b1 * m[b0 + j] + (1 - b1) * gi;
+          v[b0 + j] = b2 * v[b0 + j] + (1 - b2) * gi * gi;
+          den[j] = v[b0 + j] * c2;
+        }
+        std::int64_t j = 0;
+        for (; j + 8 <= nb; j += 8) _mm256_store_ps(den + j, _mm256_sqrt_ps(_mm256_load_ps(den + j)));
+        for (; j < nb; ++j) den[j] = std::sqrt(den[j]);
+        for (j = 0; j < nb; ++j) {
+          const std::int64_t i = b0 + j;
+          const float w = p[i] - lr * ((m[i] * c1) / (den[j] + eps) + wd * p[i]);
+          p[i] = w;
+          st(copy, i, w);
+        }
       }
     }, 16384);
   }
