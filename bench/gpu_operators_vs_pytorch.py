@@ -2,6 +2,8 @@
 """rafter's GPU operators beside PyTorch on the same GPU (issue 8's targets).
 
 Modes (bench/gpu_operators_vs_pytorch.sh runs them in order, in one device call):
+  pairs   --rafter BIN --out rafter.json --torch-out torch.json
+                                           GEMM rows: rafter and PyTorch back to back, row by row
   rafter  --rafter BIN --out rafter.json   run `rafter profile --op ...` for every row
   torch   --out torch.json                 PyTorch eager / torch.compile for the same rows
   ncu     --rafter BIN --out ncu.json      Nsight Compute gpu__time_duration for a few rows
@@ -86,29 +88,39 @@ def rafter_cmd(binary, row, out_path, extra=()):
     return cmd + list(extra)
 
 
+def rafter_row(binary, row, extra, results):
+    """Runs one row through `rafter profile` and stores its record (or the failure) in results."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "run.json")
+        t0 = time.time()
+        p = subprocess.run(rafter_cmd(binary, row, path, extra), capture_output=True, text=True)
+        wall = time.time() - t0
+        rec = None
+        if os.path.exists(path):
+            run = json.load(open(path))
+            rec = run["records"][0] if run.get("records") else None
+            if "device" in run:
+                results.setdefault("_device", run["device"])
+        results[row_key(row)] = {"row": row, "record": rec, "rc": p.returncode, "wall_s": wall,
+                                 "stderr": p.stderr[-600:],
+                                 "cmd": " ".join(rafter_cmd(binary, row, "run.json", extra))}
+        t = rec and rec.get("time") and rec["time"].get("value")
+        print(f"rafter {row.get('name', row['op']):<28} {row['precision']:<9} rc={p.returncode} "
+              f"{(t or float('nan')) * 1e6:10.1f} us  {rec and rec.get('status')}  ({wall:.1f} s)", flush=True)
+        if p.returncode != 0 and not rec:
+            print(p.stderr[-400:], flush=True)
+
+
+def load_json(path):
+    return json.load(open(path)) if path and os.path.exists(path) else {}
+
+
 def run_rafter(args):
-    results = {}
-    for row in all_rows():
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "run.json")
-            t0 = time.time()
-            p = subprocess.run(rafter_cmd(args.rafter, row, path, args.extra), capture_output=True, text=True)
-            wall = time.time() - t0
-            rec = None
-            if os.path.exists(path):
-                run = json.load(open(path))
-                rec = run["records"][0] if run.get("records") else None
-                if "device" in run:
-                    results.setdefault("_device", run["device"])
-            results[row_key(row)] = {"row": row, "record": rec, "rc": p.returncode, "wall_s": wall,
-                                     "stderr": p.stderr[-600:], "cmd": " ".join(rafter_cmd(args.rafter, row, "run.json",
-                                                                                           args.extra))}
-            t = rec and rec.get("time") and rec["time"].get("value")
-            print(f"rafter {row['name']:<28} {row['precision']:<9} rc={p.returncode} "
-                  f"{(t or float('nan')) * 1e6:10.1f} us  {rec and rec.get('status')}  ({wall:.1f} s)", flush=True)
-            if p.returncode not in (0,) and not rec:
-                print(p.stderr[-400:], flush=True)
-            json.dump(results, open(args.out, "w"), indent=1)  # after every row: a timeout keeps the rest
+    results = load_json(args.out) if args.append else {}
+    rows = [r for r in all_rows() if not (args.skip_gemm and r["op"] == "gemm")]
+    for row in rows:
+        rafter_row(args.rafter, row, args.extra, results)
+        json.dump(results, open(args.out, "w"), indent=1)  # after every row: a timeout keeps the rest
 
 
 # ---------------------------------------------------------------- PyTorch side
@@ -187,37 +199,59 @@ def torch_timer():
     return time_op
 
 
+def torch_gemm_row(time_op, torch, row):
+    s = row["shape"]
+    m, n, k = s["m"], s["n"], s["k"]
+    if row["precision"] == "int8":
+        a = torch.randint(-128, 127, (m, k), device="cuda", dtype=torch.int8)
+        b = torch.randint(-128, 127, (k, n), device="cuda", dtype=torch.int8)
+        bt = torch.randint(-128, 127, (n, k), device="cuda", dtype=torch.int8)
+        return {"eager": time_op(lambda: torch._int_mm(a, b), reps=5),
+                "eager_tn": time_op(lambda: torch._int_mm(a, bt.t()), reps=5),
+                "how": "torch._int_mm(a [m,k], b [k,n] row-major); eager_tn: b given as bt.t()"}
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    if row["precision"] == "bf16":
+        return {"eager": time_op(lambda: torch.matmul(x, w.t())), "how": "torch.matmul(x, w.t())"}
+    xf, wf = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+    sa = torch.tensor(1.0, device="cuda")
+    sb = torch.tensor(1.0, device="cuda")
+    return {"eager": time_op(lambda: torch._scaled_mm(xf, wf.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)),
+            "how": "torch._scaled_mm(e4m3, e4m3.t(), out bf16)"}
+
+
+def int8_row():
+    name, m, n, k = INT8_ROW
+    return {"name": name, "op": "gemm", "phase": "fwd", "precision": "int8", "shape": {"m": m, "n": n, "k": k, "batch": 1}}
+
+
 def torch_gemms(time_op, torch, out, dump_path):
-    for row in gemm_rows():
-        s = row["shape"]
-        m, n, k = s["m"], s["n"], s["k"]
-        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-        if row["precision"] == "bf16":
-            fn = lambda: torch.matmul(x, w.t())  # noqa: E731 (F.linear without bias)
-            label = "torch.matmul(x, w.t())"
-        else:
-            xf, wf = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
-            sa = torch.tensor(1.0, device="cuda")
-            sb = torch.tensor(1.0, device="cuda")
-            fn = lambda: torch._scaled_mm(xf, wf.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)  # noqa: E731
-            label = "torch._scaled_mm(e4m3, e4m3.t(), out bf16)"
-        out[row_key(row)] = {"eager": time_op(fn), "how": label}
+    for row in gemm_rows() + [int8_row()]:
+        out[row_key(row)] = torch_gemm_row(time_op, torch, row)
         print(f"torch  {row['name']:<28} {row['precision']:<9} {out[row_key(row)]['eager']['median'] * 1e6:10.1f} us",
               flush=True)
-        del x, w
+        torch.cuda.empty_cache()
         json.dump(out, open(dump_path, "w"), indent=1)
-    name, m, n, k = INT8_ROW
-    a = torch.randint(-128, 127, (m, k), device="cuda", dtype=torch.int8)
-    b = torch.randint(-128, 127, (k, n), device="cuda", dtype=torch.int8)
-    bt = torch.randint(-128, 127, (n, k), device="cuda", dtype=torch.int8)
-    row = {"op": "gemm", "phase": "fwd", "precision": "int8", "shape": {"m": m, "n": n, "k": k, "batch": 1}}
-    out[row_key(row)] = {"eager": time_op(lambda: torch._int_mm(a, b), reps=5),
-                         "eager_tn": time_op(lambda: torch._int_mm(a, bt.t()), reps=5),
-                         "how": "torch._int_mm(a [m,k], b [k,n] row-major); eager_tn: b given as bt.t()"}
-    print(f"torch  int8 8192^3 _int_mm {out[row_key(row)]['eager']['median'] * 1e3:.2f} ms, "
-          f"TN {out[row_key(row)]['eager_tn']['median'] * 1e3:.2f} ms", flush=True)
     return out
+
+
+def run_pairs(args):
+    """GEMM rows with rafter and PyTorch back to back, row by row, so that both run at the same
+    power and clock state (a long series of large GEMMs throttles the SM clock)."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    time_op = torch_timer()
+    raf = load_json(args.out)
+    tor = load_json(args.torch_out)
+    tor.update({"_torch": torch.__version__, "_gpu": torch.cuda.get_device_name(0)})
+    for row in gemm_rows() + [int8_row()]:
+        torch.cuda.empty_cache()
+        rafter_row(args.rafter, row, args.extra, raf)
+        tor[row_key(row)] = torch_gemm_row(time_op, torch, row)
+        print(f"torch  {row['name']:<28} {row['precision']:<9} {tor[row_key(row)]['eager']['median'] * 1e6:10.1f} us",
+              flush=True)
+        json.dump(raf, open(args.out, "w"), indent=1)
+        json.dump(tor, open(args.torch_out, "w"), indent=1)
 
 
 def torch_memory_fns(torch, F):
@@ -348,7 +382,8 @@ def run_torch(args):
     import torch.nn.functional as F
     torch.backends.cuda.matmul.allow_tf32 = False
     time_op = torch_timer()
-    out = {"_torch": torch.__version__, "_gpu": torch.cuda.get_device_name(0)}
+    out = load_json(args.out) if args.append else {}
+    out.update({"_torch": torch.__version__, "_gpu": torch.cuda.get_device_name(0)})
     out["_copy_bytes_per_second"] = torch_copy_bandwidth(torch)
     print(f"torch  cudaMemcpy D2D copy: {out['_copy_bytes_per_second'] / 1e12:.3f} TB/s", flush=True)
     json.dump(out, open(args.out, "w"), indent=1)
@@ -460,13 +495,17 @@ def table(args):
     source = "rafter probe cuda.bandwidth (HBM copy, stream)" if probe_bw else "cudaMemcpy D2D measured by this script"
     if rejected:
         source += f"; ignored {', '.join(f'{v / 1e12:.2f}' for v in rejected)} TB/s flagged above the datasheet"
-    dev = raf.get("_device", {})
-    print(f"GPU: {tor.get('_gpu')}  torch {tor.get('_torch')}  rafter device: {dev.get('name', '?')}")
+    facts = next((((v.get("record") or {}).get("details") or {}).get("gpu") for k, v in raf.items()
+                  if not k.startswith("_") and ((v.get("record") or {}).get("details") or {}).get("gpu")), {}) or {}
+    print(f"GPU: {tor.get('_gpu')}  torch {tor.get('_torch')}  rafter: {facts.get('gpu', '?')}, driver "
+          f"{facts.get('driver_version', '?')}, CUDA runtime {facts.get('cuda_runtime_version', '?')}, "
+          f"cuBLASLt {facts.get('cublaslt_version', '?')}")
     print(f"HBM copy bandwidth (85% target base): {copy_bw / 1e12:.3f} TB/s from {source}; "
           f"cudaMemcpy D2D in the same call: {(memcpy_bw or 0) / 1e12:.3f} TB/s")
     fails = []
     print("\n== GEMMs (forward, Y = X·Wᵀ), cold L2, median: rafter (timed candidates) vs PyTorch")
-    print(f"{'row':<30}{'prec':<10}{'rafter us':>10}{'torch us':>10}{'ratio':>7}  {'TFLOP/s':>8}  algo (tile/stages/splitK)  ok")
+    print(f"{'row':<30}{'prec':<10}{'rafter us':>10}{'torch us':>10}{'ratio':>7}  {'TFLOP/s':>8}  algo (tile/stages/splitK)"
+          f"  SM MHz before>after  ok")
     for row in gemm_rows():
         k = row_key(row)
         rec = (raf.get(k) or {}).get("record") or {}
@@ -475,12 +514,14 @@ def table(args):
         s = row["shape"]
         tf = 2 * s["m"] * s["n"] * s["k"] / t / 1e12 if t else 0
         al = (rec.get("details") or {}).get("algorithm") or {}
+        clk = rec.get("clocks") or {}
         ok = bool(t and tt and t <= tt and rec.get("status") == "ok")
         if not ok:
             fails.append(f"gemm {row['name']} {row['precision']}")
         print(f"{row['name']:<30}{row['precision']:<10}{fmt_us(t)}{fmt_us(tt)}{(t / tt if t and tt else float('nan')):7.3f}"
               f"  {tf:8.1f}  {al.get('tile', '?')}/{al.get('stages', '?')}/{al.get('split_k', '?')} "
-              f"#{al.get('candidate_rank', '?')}/{al.get('candidates', '?')}  {'yes' if ok else 'NO'}")
+              f"#{al.get('candidate_rank', '?')}/{al.get('candidates', '?')}"
+              f"  {clk.get('core_hz_before', 0) / 1e6:5.0f}>{clk.get('core_hz_after', 0) / 1e6:5.0f}  {'yes' if ok else 'NO'}")
     name, m, n, k_ = INT8_ROW
     row = {"op": "gemm", "phase": "fwd", "precision": "int8", "shape": {"m": m, "n": n, "k": k_, "batch": 1}}
     rec = (raf.get(row_key(row)) or {}).get("record") or {}
@@ -530,9 +571,17 @@ def main():
     a.add_argument("--rafter", required=True)
     a.add_argument("--out", required=True)
     a.add_argument("--extra", nargs="*", default=[])
+    a.add_argument("--skip-gemm", action="store_true")
+    a.add_argument("--append", action="store_true", help="add to an existing --out")
     t = sub.add_parser("torch")
     t.add_argument("--out", required=True)
     t.add_argument("--skip-gemm", action="store_true")
+    t.add_argument("--append", action="store_true", help="add to an existing --out")
+    pr = sub.add_parser("pairs")
+    pr.add_argument("--rafter", required=True)
+    pr.add_argument("--out", required=True, help="rafter records (JSON)")
+    pr.add_argument("--torch-out", required=True, help="PyTorch timings (JSON)")
+    pr.add_argument("--extra", nargs="*", default=[])
     n = sub.add_parser("ncu")
     n.add_argument("--rafter", required=True)
     n.add_argument("--out", required=True)
@@ -543,7 +592,7 @@ def main():
     tb.add_argument("--machine")
     tb.add_argument("--ncu-json")
     args = ap.parse_args()
-    {"rafter": run_rafter, "torch": run_torch, "ncu": run_ncu, "table": table}[args.mode](args)
+    {"rafter": run_rafter, "torch": run_torch, "pairs": run_pairs, "ncu": run_ncu, "table": table}[args.mode](args)
 
 
 if __name__ == "__main__":

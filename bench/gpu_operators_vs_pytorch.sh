@@ -37,11 +37,16 @@ if has probe; then  # rafter's own HBM copy ceiling, the base of the 85% target
   stamp "probe"
 fi
 if has rafter; then
-  timeout "${RAFTER_TIMEOUT:-300}" python3 $py rafter --rafter "$rafter" --out "$out/rafter.json" 2>&1 | tee "$out/rafter.log" | tail -3
+  # GEMMs: rafter and PyTorch back to back per row (same clock and power state), then our kernels.
+  timeout "${RAFTER_TIMEOUT:-300}" python3 $py pairs --rafter "$rafter" --out "$out/rafter.json" \
+    --torch-out "$out/torch.json" 2>&1 | tee "$out/pairs.log" | tail -3
+  timeout "${RAFTER_TIMEOUT:-300}" python3 $py rafter --rafter "$rafter" --out "$out/rafter.json" --skip-gemm \
+    --append 2>&1 | tee "$out/rafter.log" | tail -3
   stamp "rafter rows"
 fi
-if has torch; then
-  timeout "${TORCH_TIMEOUT:-300}" python3 $py torch --out "$out/torch.json" 2>&1 | tee "$out/torch.log" | tail -3
+if has torch; then  # PyTorch eager and torch.compile for the memory-bound rows, cudaMemcpy bandwidth
+  timeout "${TORCH_TIMEOUT:-300}" python3 $py torch --out "$out/torch.json" --skip-gemm --append 2>&1 \
+    | tee "$out/torch.log" | tail -3
   stamp "torch rows"
 fi
 if has ncu; then

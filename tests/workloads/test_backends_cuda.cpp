@@ -3,6 +3,7 @@
 // `rafter profile --device cuda` on a machine without a GPU says so in one line and exits 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>

@@ -28,7 +28,7 @@ inline float uniform01(std::uint64_t x) {  // splitmix64 hash → [0, 1)
   return float(x >> 40) * (1.0f / 16777216.0f);
 }
 
-// Round-to-nearest-even encodings of a non-negative value into FP8 (saturating, no inf).
+// Round-to-nearest-even encoding of a non-negative block scale into E4M3 (saturating, no inf).
 std::uint8_t e4m3_bits(float s) {
   if (!(s > 0)) return 0;
   if (s < 0.015625f) return static_cast<std::uint8_t>(std::nearbyint(s * 512.0f));  // subnormals: k·2^-9
@@ -40,16 +40,25 @@ std::uint8_t e4m3_bits(float s) {
   if (e > 15 || (e == 15 && m == 7)) return 0x7e;  // 448
   return static_cast<std::uint8_t>((e << 3) | m);
 }
-std::uint8_t e5m2_bits(float s) {
-  if (!(s > 0)) return 0;
-  if (s < 6.103515625e-05f) return static_cast<std::uint8_t>(std::nearbyint(s * 65536.0f));  // k·2^-16
+
+// Branch-free versions of the two encoders above for the per-element FP8 loop (they vectorize).
+inline std::int32_t e4m3_code(float a) {  // a >= 0
   std::uint32_t u;
-  std::memcpy(&u, &s, 4);
+  std::memcpy(&u, &a, 4);
+  u += 0x7ffffu + ((u >> 20) & 1u);
+  std::int32_t code = ((static_cast<std::int32_t>(u >> 23) - 120) << 3) | static_cast<std::int32_t>((u >> 20) & 7);
+  code = code < 0x7e ? code : 0x7e;
+  const std::int32_t sub = static_cast<std::int32_t>((a * 512.0f + 12582912.0f) - 12582912.0f);
+  return a < 0.015625f ? sub : code;
+}
+inline std::int32_t e5m2_code(float a) {
+  std::uint32_t u;
+  std::memcpy(&u, &a, 4);
   u += 0xfffffu + ((u >> 21) & 1u);
-  const int e = int((u >> 23) & 255) - 127 + 15;
-  const int m = int((u >> 21) & 3);
-  if (e > 30 || (e == 30 && m == 3)) return 0x7b;  // 57344
-  return static_cast<std::uint8_t>((e << 2) | m);
+  std::int32_t code = ((static_cast<std::int32_t>(u >> 23) - 112) << 2) | static_cast<std::int32_t>((u >> 21) & 3);
+  code = code < 0x7b ? code : 0x7b;
+  const std::int32_t sub = static_cast<std::int32_t>((a * 65536.0f + 12582912.0f) - 12582912.0f);
+  return a < 6.103515625e-05f ? sub : code;
 }
 
 struct Luts {
@@ -193,8 +202,8 @@ void quantize_impl(const T* x, QuantizedTensor& q, const QuantOptions& o) {
     parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t i = b * q.cols; i < e * q.cols; ++i) {
         const float v = ld(x, i) / q.tensor_scale;
-        const std::uint8_t bits = e4 ? e4m3_bits(std::fabs(v)) : e5m2_bits(std::fabs(v));
-        vals[i] = static_cast<std::uint8_t>(bits | (v < 0 && bits ? 0x80 : 0));
+        const std::int32_t bits = e4 ? e4m3_code(std::fabs(v)) : e5m2_code(std::fabs(v));
+        vals[i] = static_cast<std::uint8_t>(bits | ((v < 0 && bits != 0) ? 0x80 : 0));
       }
     });
     return;

@@ -84,14 +84,18 @@ void store(Tensor& t, std::size_t i, double v) {
 void Tensor::fill_random(std::uint64_t seed) {
   if (!buffer.data()) allocate();
   const std::int64_t n = static_cast<std::int64_t>(size());
+  // splitmix64 per element: large tensors fill fast (a model step allocates gigabytes).
+  const double span = hi - lo;
   parallel_for(n, [&](std::int64_t b, std::int64_t e, int) {
-    std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + std::uint64_t(b));
-    std::uniform_real_distribution<double> u(lo, hi);
     for (std::int64_t i = b; i < e; ++i) {
-      const double v = u(rng);
+      std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + std::uint64_t(i) * 0xD1B54A32D192ED03ull;
+      x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+      x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+      x ^= x >> 31;
+      const double v = lo + span * double(x >> 11) * (1.0 / 9007199254740992.0);
       store(*this, std::size_t(i), dtype == DType::S32 ? std::floor(v) : v);
     }
-  });
+  }, 4096);
 }
 
 void Tensor::fill_from(const std::vector<double>& values) {

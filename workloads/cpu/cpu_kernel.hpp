@@ -173,28 +173,33 @@ static inline float dot(const A* a, const B* b, std::int64_t n) {
   for (float v : acc) s += v;
   return s;
 }
+// Max as a signed-integer max over an order-preserving transform of the float bits (an integer
+// max reduction vectorizes without -ffast-math; a float one does not). Finite inputs.
+static inline std::int32_t float_order_key(float v) {
+  std::int32_t s;
+  std::memcpy(&s, &v, 4);
+  return s ^ ((s >> 31) & 0x7fffffff);
+}
 template <class T>
 static inline float row_max(const T* x, std::int64_t n, float scale = 1.0f) {
-  float acc[16];
-  for (float& a : acc) a = -INFINITY;
-  std::int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) {
-      const float v = ld(x, i + j) * scale;
-      acc[j] = acc[j] > v ? acc[j] : v;
-    }
-  float m = -INFINITY;
-  for (; i < n; ++i) m = std::max(m, ld(x, i) * scale);
-  for (float a : acc) m = std::max(m, a);
-  return m;
+  std::int32_t m = float_order_key(-INFINITY);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t k = float_order_key(ld(x, i) * scale);
+    m = m > k ? m : k;
+  }
+  const std::int32_t s = m ^ ((m >> 31) & 0x7fffffff);
+  float r;
+  std::memcpy(&r, &s, 4);
+  return r;
 }
 // Σ exp(x·scale − mx)
 template <class T>
 static inline float sum_exp(const T* x, std::int64_t n, float mx, float scale = 1.0f) {
-  float acc[16] = {};
+  // 64 lanes: 8 AVX2 vectors in flight hide the latency of exp's FMA chain.
+  float acc[64] = {};
   std::int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) acc[j] += fast_exp(ld(x, i + j) * scale - mx);
+  for (; i + 64 <= n; i += 64)
+    for (int j = 0; j < 64; ++j) acc[j] += fast_exp(ld(x, i + j) * scale - mx);
   float s = 0;
   for (; i < n; ++i) s += fast_exp(ld(x, i) * scale - mx);
   for (float a : acc) s += a;

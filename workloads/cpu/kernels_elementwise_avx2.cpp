@@ -103,6 +103,7 @@ class SwigluKernel : public Kernel {
         const T *g = gu + r * 2 * f, *u = g + f;
         if (!bwd) {
           T* o = out + r * f;
+#pragma GCC unroll 4
           for (std::int64_t i = 0; i < f; ++i) {
             const float gv = ld(g, i);
             st(o, i, gv / (1.0f + fast_exp(-gv)) * ld(u, i));
@@ -163,10 +164,10 @@ class SoftmaxKernel : public Kernel {
       for (std::int64_t r = b; r < e; ++r) {
         const T* xr = x + r * c_;
         const float mx = row_max(xr, c_);
-        float lanes[16] = {}, sum = 0;
+        float lanes[64] = {}, sum = 0;  // 64 lanes: enough independent exps to fill the FMA pipes
         std::int64_t j = 0;
-        for (; j + 16 <= c_; j += 16)
-          for (int l = 0; l < 16; ++l) lanes[l] += (ex[std::size_t(j + l)] = fast_exp(ld(xr, j + l) - mx));
+        for (; j + 64 <= c_; j += 64)
+          for (int l = 0; l < 64; ++l) lanes[l] += (ex[std::size_t(j + l)] = fast_exp(ld(xr, j + l) - mx));
         for (; j < c_; ++j) sum += (ex[std::size_t(j)] = fast_exp(ld(xr, j) - mx));
         for (float l : lanes) sum += l;
         const float inv = 1.0f / sum;

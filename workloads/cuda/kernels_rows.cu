@@ -1,4 +1,4 @@
-// Row-wise kernels: RMSNorm forward/backward, softmax (scale + causal mask), cross-entropy backward. One block per row;
+// Row-wise kernels: RMSNorm forward/backward and softmax (scale + causal mask). One block per row;
 // each thread holds CPT chunks of VEC elements in registers (VEC = 8: one 16-byte access per
 // chunk; VEC = 1 when the row length is not a multiple of 8), so the row is read from HBM once.
 #include "kernel_common.cuh"
@@ -252,48 +252,6 @@ __global__ void softmax_kernel(const bf16* __restrict__ x, bf16* __restrict__ y,
   }
 }
 
-// Cross-entropy backward with the row in registers: max and sum, then (softmax − onehot)·scale.
-template <int VEC, int CPT>
-__global__ void cross_entropy_bwd_row_kernel(const bf16* __restrict__ x, const std::int32_t* __restrict__ targets,
-                                             bf16* __restrict__ dx, int cols, float scale) {
-  __shared__ float scratch[32];
-  constexpr float kLog2e = 1.4426950408889634f;
-  const std::int64_t row = blockIdx.x;
-  const int chunks = cols / VEC, target = targets[row];
-  float v[CPT][VEC];
-  float mx = -INFINITY;
-#pragma unroll
-  for (int c = 0; c < CPT; ++c) {
-    int idx = threadIdx.x + c * blockDim.x;
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) v[c][i] = -INFINITY;
-    if (idx < chunks) {
-      load_chunk<VEC>(x + row * cols + idx * VEC, v[c]);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        v[c][i] *= kLog2e;
-        mx = fmaxf(mx, v[c][i]);
-      }
-    }
-  }
-  mx = block_reduce<true>(mx, scratch);
-  float sum = 0.f;
-#pragma unroll
-  for (int c = 0; c < CPT; ++c)
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) sum += (v[c][i] = exp2f(v[c][i] - mx));
-  float inv = 1.f / block_reduce<false>(sum, scratch);
-#pragma unroll
-  for (int c = 0; c < CPT; ++c) {
-    int idx = threadIdx.x + c * blockDim.x;
-    if (idx < chunks) {
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) v[c][i] = (v[c][i] * inv - (idx * VEC + i == target ? 1.f : 0.f)) * scale;
-      store_chunk<VEC>(dx + row * cols + idx * VEC, v[c]);
-    }
-  }
-}
-
 // Calls f.template operator()<VEC, CPT>() for the launch plan's template arguments.
 template <class F>
 void dispatch_row(const RowLaunch& l, F&& f) {
@@ -347,21 +305,6 @@ void softmax_fwd(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, s
                                                              scale_log2, causal);
   });
   RAFTER_CUDA_LAUNCH_CHECK("softmax_kernel");
-}
-
-void cross_entropy_bwd_fused(const bf16* logits, const std::int32_t* targets, float* lse_scratch, bf16* dlogits,
-                             std::int64_t tokens, std::int64_t vocab, float dloss_scale, cudaStream_t stream) {
-  if (vocab > 32768 || (vocab % 8 != 0 && vocab > 4096)) {
-    cross_entropy_fwd(logits, targets, lse_scratch, lse_scratch, tokens, vocab, stream);
-    cross_entropy_bwd(logits, targets, lse_scratch, dlogits, tokens, vocab, dloss_scale, stream);
-    return;
-  }
-  RowLaunch l = plan_row(vocab);
-  dispatch_row(l, [&]<int VEC, int CPT>() {
-    cross_entropy_bwd_row_kernel<VEC, CPT><<<tokens, l.threads, 0, stream>>>(logits, targets, dlogits, int(vocab),
-                                                                             dloss_scale);
-  });
-  RAFTER_CUDA_LAUNCH_CHECK("cross_entropy_bwd_row_kernel");
 }
 
 }  // namespace rafter::workloads::cuda

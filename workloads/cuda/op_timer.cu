@@ -165,6 +165,7 @@ bool time_cold_events(const StreamFn& op, const ExecContext& ctx, OpTiming& out)
 
 OpTiming time_operator(const StreamFn& op, const ExecContext& ctx) {
   const int device = current_device_index(ctx.device);
+  flush_state();  // allocate the flush buffer now: cudaMalloc is not allowed inside a stream capture
   OpTiming out;
   out.plan = plan_gpu_timing(estimate_seconds(op), ctx.warm_cache);
   if (out.plan.flush_l2 && time_cold_events(op, ctx, out)) return out;
