@@ -132,9 +132,10 @@ def torch_timer():
     def flush():
         torch.sum(flush_buf)
 
-    def time_op(fn, reps=15):
+    def time_op(fn, reps=None):  # noqa: ARG001 (reps: older callers; the policy is rafter's)
         """Seconds per launch, cold L2 (rafter's method): a graph of N x (read-flush, event, op,
-        event) with external events, each launch's event pair one sample."""
+        event) with external events, each launch's event pair one sample; rafter's default
+        RepeatPolicy for warm-up and sample count."""
         fn()
         torch.cuda.synchronize()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -148,7 +149,7 @@ def torch_timer():
             starts = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(n)]
             stops = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(n)]
         except TypeError:  # a torch without external events: time whole graphs, subtract the flushes
-            return time_op_differential(fn, n, reps)
+            return time_op_differential(fn, n, reps or 15)
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
@@ -162,13 +163,19 @@ def torch_timer():
                 starts[i].record()
                 fn()
                 stops[i].record()
-        g.replay()
+        for _ in range(2):  # rafter's RepeatPolicy{}: 2 warm-up replays ...
+            g.replay()
         torch.cuda.synchronize()
-        per = []
-        for _ in range(max(1, math.ceil(reps * 8 / n))):
+        per, replays, total = [], 0, 0.0
+        # ... then replays until 5 and 0.05 s of samples, at most 50 replays or 2 s (keep_sampling in
+        # op_timer.cu): the same number of samples, so both columns see the same power history.
+        while replays < 5 or (replays < 50 and total < 2.0 and total < 0.05):
             g.replay()
             torch.cuda.synchronize()
-            per.extend(starts[i].elapsed_time(stops[i]) * 1e-3 for i in range(n))
+            new = [starts[i].elapsed_time(stops[i]) * 1e-3 for i in range(n)]
+            per.extend(new)
+            total += sum(new)
+            replays += 1
         per.sort()
         return {"median": per[len(per) // 2], "min": per[0], "max": per[-1], "launches_per_sample": n,
                 "samples": len(per)}
@@ -212,12 +219,14 @@ def torch_gemm_row(time_op, torch, row):
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     if row["precision"] == "bf16":
-        return {"eager": time_op(lambda: torch.matmul(x, w.t())), "how": "torch.matmul(x, w.t())"}
+        fn = lambda: torch.matmul(x, w.t())  # noqa: E731
+        return {"eager": time_op(fn), "how": "torch.matmul(x, w.t())", "kernels": torch_kernel_names(torch, fn)}
     xf, wf = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
     sa = torch.tensor(1.0, device="cuda")
     sb = torch.tensor(1.0, device="cuda")
-    return {"eager": time_op(lambda: torch._scaled_mm(xf, wf.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)),
-            "how": "torch._scaled_mm(e4m3, e4m3.t(), out bf16)"}
+    fn = lambda: torch._scaled_mm(xf, wf.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)  # noqa: E731
+    return {"eager": time_op(fn), "how": "torch._scaled_mm(e4m3, e4m3.t(), out bf16; fast accum off)",
+            "kernels": torch_kernel_names(torch, fn)}
 
 
 def int8_row():
@@ -235,21 +244,44 @@ def torch_gemms(time_op, torch, out, dump_path):
     return out
 
 
+def torch_kernel_names(torch, fn):
+    """The CUDA kernels one call of fn launches (torch.profiler): which library kernel PyTorch ran."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sorted({e.name[:160] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
+
+
 def run_pairs(args):
     """GEMM rows with rafter and PyTorch back to back, row by row, so that both run at the same
-    power and clock state (a long series of large GEMMs throttles the SM clock)."""
+    power and clock state (a long series of large GEMMs throttles the SM clock). Each side starts
+    after the same idle pause (rafter pauses itself after its candidate search; see
+    gemm_backend.cpp), and the order alternates from row to row, so neither side always runs on a
+    GPU the other just heated."""
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     time_op = torch_timer()
     raf = load_json(args.out)
     tor = load_json(args.torch_out)
     tor.update({"_torch": torch.__version__, "_gpu": torch.cuda.get_device_name(0)})
-    for row in gemm_rows() + [int8_row()]:
+    for i, row in enumerate(gemm_rows() + [int8_row()]):
         torch.cuda.empty_cache()
-        rafter_row(args.rafter, row, args.extra, raf)
-        tor[row_key(row)] = torch_gemm_row(time_op, torch, row)
-        print(f"torch  {row['name']:<28} {row['precision']:<9} {tor[row_key(row)]['eager']['median'] * 1e6:10.1f} us",
-              flush=True)
+
+        def torch_side():
+            time.sleep(args.pause)
+            tor[row_key(row)] = torch_gemm_row(time_op, torch, row)
+            print(f"torch  {row['name']:<28} {row['precision']:<9} {tor[row_key(row)]['eager']['median'] * 1e6:10.1f} us"
+                  f"  {tor[row_key(row)].get('kernels')}", flush=True)
+
+        rafter_first = (i // 2) % 2 == 0  # rows come in M=4096 / M=16 pairs: alternate per pair
+        if rafter_first:
+            rafter_row(args.rafter, row, args.extra, raf)
+            torch_side()
+        else:
+            torch_side()
+            rafter_row(args.rafter, row, args.extra, raf)
+        tor[row_key(row)]["order"] = "rafter first" if rafter_first else "torch first"
         json.dump(raf, open(args.out, "w"), indent=1)
         json.dump(tor, open(args.torch_out, "w"), indent=1)
 
@@ -426,9 +458,42 @@ NCU_ROWS = [
 SKIP_KERNELS = re.compile(r"l2_read_flush|fill_uniform")
 
 
+def ncu_launch_seconds(stdout):
+    """Median over launches of the operator's kernels between two flush kernels, from ncu --csv."""
+    launches, current, seen_flush = [], [], False
+    lines = stdout.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    rows = list(csv.DictReader(lines[start:])) if start is not None else []
+    names = set()
+    for r in rows:
+        if r.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        kname, unit = r.get("Kernel Name", ""), r.get("Metric Unit", "")
+        try:
+            v = float(r.get("Metric Value", "").replace(",", ""))
+        except ValueError:
+            continue
+        v *= {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+              "second": 1.0, "s": 1.0}.get(unit, 1e-9)
+        if SKIP_KERNELS.search(kname):
+            if seen_flush and current:
+                launches.append(sum(current))
+            current, seen_flush = [], "l2_read_flush" in kname
+            continue
+        if seen_flush:
+            current.append(v)
+            names.add(kname[:160])
+    launches.sort()
+    return (launches[len(launches) // 2] if launches else None), len(launches), sorted(names)
+
+
 def run_ncu(args):
     """Per row: rafter's own time (plain run), then the same command under ncu; the operator's
-    launches are the kernels between two flush kernels (the timed graphs), summed per launch."""
+    launches are the kernels between two flush kernels (the timed graphs), summed per launch.
+    Two cache policies: `none` (the verdict: rafter's own read-flush runs before every launch, so
+    L2 is cold in both, and nothing else is reset) and ncu's default `all` (which also invalidates
+    the instruction, constant and descriptor caches before each kernel: about 1-2 us more for a
+    cuBLASLt kernel, which matters below ~50 us)."""
     out = {}
     for row in NCU_ROWS:
         with tempfile.TemporaryDirectory() as d:
@@ -437,45 +502,40 @@ def run_ncu(args):
             env = dict(os.environ, RAFTER_CUBLASLT_ALGO="heuristic")  # the same algorithm in both runs
             subprocess.run(cmd, capture_output=True, text=True, env=env)
             rec = json.load(open(path))["records"][0] if os.path.exists(path) else None
-            ncu = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
-                   "--launch-count", "120"] + rafter_cmd(args.rafter, row, os.path.join(d, "ncu-run.json"), args.extra)
-            p = subprocess.run(ncu, capture_output=True, text=True, env=env)
-            launches, current, seen_flush = [], [], False
-            lines = p.stdout.splitlines()
-            start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-            rows = list(csv.DictReader(lines[start:])) if start is not None else []
-            for r in rows:
-                if r.get("Metric Name") != "gpu__time_duration.sum":
-                    continue
-                kname, unit = r.get("Kernel Name", ""), r.get("Metric Unit", "")
-                try:
-                    v = float(r.get("Metric Value", "").replace(",", ""))
-                except ValueError:
-                    continue
-                v *= {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
-                      "second": 1.0, "s": 1.0}.get(unit, 1e-9)
-                if SKIP_KERNELS.search(kname):
-                    if seen_flush and current:
-                        launches.append(sum(current))
-                    current, seen_flush = [], "l2_read_flush" in kname
-                    continue
-                if seen_flush:
-                    current.append(v)
-            launches.sort()
-            ncu_med = launches[len(launches) // 2] if launches else None
             raf = rec and rec.get("time") and rec["time"]["value"]
-            out[row["name"]] = {"rafter_seconds": raf, "ncu_seconds": ncu_med, "ncu_launches": len(launches),
-                                "ncu_rc": p.returncode, "cmd": " ".join(ncu[:8]) + " <rafter profile ...>",
-                                "stderr": p.stderr[-300:] if not launches else ""}
-            dev = (raf / ncu_med - 1) * 100 if raf and ncu_med else float("nan")
-            print(f"ncu    {row['name']:<32} rafter {(raf or float('nan')) * 1e6:9.1f} us  ncu "
-                  f"{(ncu_med or float('nan')) * 1e6:9.1f} us ({len(launches)} launches)  diff {dev:+.1f}%", flush=True)
-    json.dump(out, open(args.out, "w"), indent=1)
+            entry = {"rafter_seconds": raf}
+            for mode in ("none", "all") if row["op"] == "gemm" else ("none",):
+                ncu = ["ncu", "--clock-control", "none", "--cache-control", mode, "--metrics",
+                       "gpu__time_duration.sum", "--csv", "--launch-count", "120"] + \
+                    rafter_cmd(args.rafter, row, os.path.join(d, "ncu-run.json"), args.extra)
+                p = subprocess.run(ncu, capture_output=True, text=True, env=env)
+                med, count, names = ncu_launch_seconds(p.stdout)
+                key = "ncu_seconds" if mode == "none" else "ncu_all_seconds"
+                entry.update({key: med, key.replace("seconds", "launches"): count, "kernels": names,
+                              "cmd_" + mode: " ".join(ncu[:10]) + " <rafter profile ...>"})
+                if not count:
+                    entry["stderr_" + mode] = p.stderr[-300:]
+            out[row["name"]] = entry
+            dev = lambda c: (raf / c - 1) * 100 if raf and c else float("nan")  # noqa: E731
+            print(f"ncu    {row['name']:<32} rafter {(raf or float('nan')) * 1e6:9.1f} us  ncu(cache none) "
+                  f"{(entry['ncu_seconds'] or float('nan')) * 1e6:9.1f} us {dev(entry['ncu_seconds']):+.1f}%  "
+                  f"ncu(cache all) {(entry.get('ncu_all_seconds') or float('nan')) * 1e6:9.1f} us "
+                  f"{dev(entry.get('ncu_all_seconds')):+.1f}%  kernels {entry['kernels']}", flush=True)
+            json.dump(out, open(args.out, "w"), indent=1)  # after every row: a timeout keeps the rest
 
 
 # ---------------------------------------------------------------- tables
 def fmt_us(s):
     return f"{s * 1e6:10.1f}" if s else f"{'-':>10}"
+
+
+def torch_kernel_short(names):
+    """'nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT' -> '256x128/1x2' (+ '/splitK')."""
+    for nm in names or []:
+        m = re.search(r"nvjet_sm90_[a-z]+_(\d+x\d+)_\d+x\d+_(\d+x\d+)", nm)
+        if m:
+            return f"{m.group(1)}/{m.group(2)}" + ("/splitK" if "splitK" in nm else "")
+    return (names or ["-"])[-1][:18]
 
 
 def table(args):
@@ -504,8 +564,8 @@ def table(args):
           f"cudaMemcpy D2D in the same call: {(memcpy_bw or 0) / 1e12:.3f} TB/s")
     fails = []
     print("\n== GEMMs (forward, Y = X·Wᵀ), cold L2, median: rafter (timed candidates) vs PyTorch")
-    print(f"{'row':<30}{'prec':<10}{'rafter us':>10}{'torch us':>10}{'ratio':>7}  {'TFLOP/s':>8}  algo (tile/stages/splitK)"
-          f"  SM MHz before>after  ok")
+    print(f"{'row':<30}{'prec':<10}{'rafter us':>10}{'torch us':>10}{'ratio':>7}  {'TFLOP/s':>8}  rafter tile/cluster/splitK"
+          f" #rank/candidates (h: heuristic's own)  torch kernel tile/cluster  ok")
     for row in gemm_rows():
         k = row_key(row)
         rec = (raf.get(k) or {}).get("record") or {}
@@ -519,9 +579,11 @@ def table(args):
         if not ok:
             fails.append(f"gemm {row['name']} {row['precision']}")
         print(f"{row['name']:<30}{row['precision']:<10}{fmt_us(t)}{fmt_us(tt)}{(t / tt if t and tt else float('nan')):7.3f}"
-              f"  {tf:8.1f}  {al.get('tile', '?')}/{al.get('stages', '?')}/{al.get('split_k', '?')} "
+              f"  {tf:8.1f}  {al.get('tile', '?')}/{al.get('cluster', '?')}/{al.get('split_k', '?')} "
               f"#{al.get('candidate_rank', '?')}/{al.get('candidates', '?')}"
-              f"  {clk.get('core_hz_before', 0) / 1e6:5.0f}>{clk.get('core_hz_after', 0) / 1e6:5.0f}  {'yes' if ok else 'NO'}")
+              f"{'h' if al.get('candidate_rank', 99) < (rec.get('details') or {}).get('heuristic_candidates', 99) else 'v'}"
+              f"  {torch_kernel_short((tor.get(k) or {}).get('kernels')):<18}  {'yes' if ok else 'NO'}")
+        del clk
     name, m, n, k_ = INT8_ROW
     row = {"op": "gemm", "phase": "fwd", "precision": "int8", "shape": {"m": m, "n": n, "k": k_, "batch": 1}}
     rec = (raf.get(row_key(row)) or {}).get("record") or {}
@@ -553,14 +615,18 @@ def table(args):
               f"{fmt_us(te)}{fmt_us(tc)}"
               f"  {'yes' if ok else 'NO'}{'' if rec.get('status') == 'ok' else ' (' + str(rec.get('status')) + ')'}")
     if args.ncu_json and os.path.exists(args.ncu_json):
-        print("\n== rafter vs Nsight Compute gpu__time_duration (--clock-control none), target within 3% for >= 10 us")
+        print("\n== rafter vs Nsight Compute gpu__time_duration (--clock-control none), target within 3% for >= 10 us;"
+              "\n   verdict on --cache-control none (rafter's read-flush before each launch leaves L2 cold either way);"
+              " ncu's default --cache-control all beside it")
+        print(f"{'row':<36}{'rafter':>10}    {'ncu none':>10}    {'diff':>7}  ok  {'ncu all':>10}    {'diff':>7}")
         for name, v in json.load(open(args.ncu_json)).items():
-            r, c = v.get("rafter_seconds"), v.get("ncu_seconds")
+            r, c, ca = v.get("rafter_seconds"), v.get("ncu_seconds"), v.get("ncu_all_seconds")
             d = (r / c - 1) * 100 if r and c else float("nan")
+            da = (r / ca - 1) * 100 if r and ca else float("nan")
             ok = bool(r and c and (c < 10e-6 or abs(d) <= 3))
             if not ok:
                 fails.append("ncu " + name)
-            print(f"{name:<36}{fmt_us(r)} us {fmt_us(c)} us  {d:+6.1f}%  {'yes' if ok else 'NO'}")
+            print(f"{name:<36}{fmt_us(r)} us {fmt_us(c)} us  {d:+6.1f}%  {'yes' if ok else 'NO '} {fmt_us(ca)} us  {da:+6.1f}%")
     print("\nrows missing a target: " + (", ".join(fails) if fails else "none"))
 
 
@@ -582,6 +648,8 @@ def main():
     pr.add_argument("--out", required=True, help="rafter records (JSON)")
     pr.add_argument("--torch-out", required=True, help="PyTorch timings (JSON)")
     pr.add_argument("--extra", nargs="*", default=[])
+    pr.add_argument("--pause", type=float, default=0.2,
+                    help="idle seconds before each PyTorch timing (rafter pauses as long: RAFTER_GEMM_COOLDOWN_MS)")
     n = sub.add_parser("ncu")
     n.add_argument("--rafter", required=True)
     n.add_argument("--out", required=True)

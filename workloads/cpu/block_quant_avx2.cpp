@@ -4,6 +4,8 @@
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #include "block_quant.hpp"
 
+#include "avx512_kernels.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -192,8 +194,27 @@ void encode_group(QuantizedTensor& q, const float* v, std::int64_t r0, std::int6
   }
 }
 
+// NVFP4 1×16 of bf16 on AVX-512: the same two passes with vector loops (avx512_kernels.hpp).
+bool quantize_nvfp4_avx512(const bf16* x, QuantizedTensor& q, const QuantOptions& o) {
+  if (!avx512::available() || q.precision != "nvfp4" || q.block2d || o.rht || o.stochastic || q.cols % 32 != 0) return false;
+  std::vector<float> partial(std::size_t(pool_threads()), 0.0f);
+  parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int w) {
+    partial[std::size_t(w)] = std::max(partial[std::size_t(w)], avx512::abs_max(x + b * q.cols, (e - b) * q.cols));
+  });
+  const float amax = *std::max_element(partial.begin(), partial.end());
+  q.tensor_scale = amax > 0 ? amax / (448.0f * 6.0f) : 1.0f;
+  auto* codes = static_cast<std::uint8_t*>(q.values.data());
+  auto* scales = static_cast<std::uint8_t*>(q.scales.data());
+  parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {
+    avx512::quantize_nvfp4(x, codes, scales, b, e, q.cols, q.tensor_scale, luts().e4m3, &e4m3_bits);
+  });
+  return true;
+}
+
 template <class T>
 void quantize_impl(const T* x, QuantizedTensor& q, const QuantOptions& o) {
+  if constexpr (std::is_same_v<T, bf16>)
+    if (quantize_nvfp4_avx512(x, q, o)) return;
   const float amax = tensor_amax(x, q.rows, q.cols, o.rht);
   if (q.precision == "fp8_e4m3" || q.precision == "fp8_e5m2") {
     const bool e4 = q.precision == "fp8_e4m3";
@@ -279,7 +300,21 @@ void dequantize_impl(const QuantizedTensor& q, T* out) {
 
 }  // namespace
 
-void dequantize(const QuantizedTensor& q, bf16* out) { dequantize_impl(q, out); }
+void dequantize(const QuantizedTensor& q, bf16* out) {
+  const bool fp4 = q.precision == "nvfp4" || q.precision == "mxfp4";
+  if (avx512::available() && fp4 && q.cols % 32 == 0) {
+    float lut[256];
+    for (int i = 0; i < 256; ++i)
+      lut[i] = q.precision == "nvfp4" ? luts().e4m3[i] * q.tensor_scale : std::ldexp(1.0f, i - 127);
+    const auto* codes = static_cast<const std::uint8_t*>(q.values.data());
+    const auto* scales = static_cast<const std::uint8_t*>(q.scales.data());
+    parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {
+      avx512::dequantize_fp4(codes, scales, lut, out, b, e, q.cols, q.block_cols(), q.block_rows());
+    });
+    return;
+  }
+  dequantize_impl(q, out);
+}
 void dequantize(const QuantizedTensor& q, float* out) { dequantize_impl(q, out); }
 
 }  // namespace rafter::workloads::cpu

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "../src/attention_math.hpp"
+#include "avx512_kernels.hpp"
 #include "cpu_kernel.hpp"
 
 namespace rafter::workloads::cpu {
@@ -81,6 +82,20 @@ class AttentionFwdKernel : public Kernel {
     T* O = outputs[0].as<T>();
     const float scale = float(a_.scale());
     const std::int64_t H = a_.heads, n = a_.kv_len, d = a_.d;
+    if constexpr (std::is_same_v<T, bf16>) {
+      if (avx512::available() && d % 32 == 0) {
+        const avx512::DecodeArgs args{Q, K, V, O, n, H, a_.kv_heads, d, scale};
+        parallel_for(a_.batch * H, [&](std::int64_t lo, std::int64_t hi, int) {
+          std::vector<float> sc(static_cast<std::size_t>(H * n)), acc(static_cast<std::size_t>(H * d));
+          for (std::int64_t item = lo; item < hi;) {
+            const std::int64_t b = item / H, hs = item % H, he = std::min(H, hs + (hi - item));
+            avx512::attention_decode(args, b, hs, he, sc.data(), acc.data());
+            item += he - hs;
+          }
+        });
+        return;
+      }
+    }
     parallel_for(a_.batch * H, [&](std::int64_t lo, std::int64_t hi, int) {
       std::vector<float> sc(static_cast<std::size_t>(H * n)), q(static_cast<std::size_t>(H * d)), o(static_cast<std::size_t>(H * d));
       for (std::int64_t item = lo; item < hi;) {

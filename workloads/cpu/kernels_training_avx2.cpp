@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "avx512_kernels.hpp"
 #include "cpu_kernel.hpp"
 #include "rafter/workloads/adamw.hpp"
 
@@ -40,8 +41,14 @@ class EmbeddingKernel : public Kernel {
     if (!bwd_) {
       const T* table = inputs[1].as<T>();
       T* y = outputs[0].as<T>();
+      const bool simd = avx512::available();
       parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
-        for (std::int64_t r = b; r < e; ++r) std::memcpy(y + r * h_, table + std::int64_t(ids[r]) * h_, std::size_t(h_) * sizeof(T));
+        for (std::int64_t r = b; r < e; ++r) {
+          const T* src = table + std::int64_t(ids[r]) * h_;
+          if (simd) avx512::copy_stream(y + r * h_, src, std::size_t(h_) * sizeof(T));
+          else std::memcpy(y + r * h_, src, std::size_t(h_) * sizeof(T));
+        }
+        if (simd) _mm_sfence();
       }, row_grain(h_));
       return;
     }
@@ -77,8 +84,20 @@ class CrossEntropyKernel : public Kernel {
     parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t r = b; r < e; ++r) {
         const T* zr = z + r * v_;
-        const float mx = row_max(zr, v_), sum = sum_exp(zr, v_, mx);
         const std::int64_t label = labels[r];
+        if (avx512::available()) {
+          float mx = 0;
+          const float lse = avx512::logsumexp(zr, v_, &mx, r + 1 < e ? zr + v_ : nullptr);
+          if (!bwd_) {
+            outputs[0].as<float>()[r] = lse - ld(zr, label);
+            continue;
+          }
+          T* d = outputs[0].as<T>() + r * v_;
+          avx512::scaled_exp(zr, d, v_, mx, std::exp(mx - lse));
+          st(d, label, ld(d, label) - 1.0f);
+          continue;
+        }
+        const float mx = row_max(zr, v_), sum = sum_exp(zr, v_, mx);
         if (!bwd_) {
           outputs[0].as<float>()[r] = std::log(sum) + mx - ld(zr, label);
           continue;

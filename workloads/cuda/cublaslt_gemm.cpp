@@ -187,6 +187,63 @@ struct EventPair {
 
 }  // namespace
 
+namespace {
+
+bool same_config(const GemmAlgoRecord& x, const GemmAlgoRecord& y) {
+  return x.algo_id == y.algo_id && x.tile_id == y.tile_id && x.stages_id == y.stages_id && x.split_k == y.split_k &&
+         x.reduction_scheme == y.reduction_scheme && x.swizzle == y.swizzle && x.custom_option == y.custom_option &&
+         x.cluster_shape_id == y.cluster_shape_id;
+}
+
+}  // namespace
+
+// The heuristic returns a handful of configurations (8 for most sm_90 GEMMs here) and ranks them
+// by a model; the same kernels with another thread-block cluster shape, or split along K (for
+// small-M GEMMs, which stream the weights), are often as good or better and are not offered.
+// Each variant of the heuristic's first kVariantBases results that cuBLASLt accepts for this
+// problem (cublasLtMatmulAlgoCheck) and that fits the workspace joins the candidates.
+void LtGemm::add_variants(std::vector<cublasLtMatmulHeuristicResult_t>& results) const {
+  constexpr int kVariantBases = 4;
+  static constexpr std::uint16_t kClusters[] = {CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+                                                CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1,
+                                                CUBLASLT_CLUSTER_SHAPE_4x1x1, CUBLASLT_CLUSTER_SHAPE_1x4x1};
+  std::vector<GemmAlgoRecord> seen;
+  for (const auto& r : results) seen.push_back(describe(r));
+  auto try_add = [&](cublasLtMatmulAlgo_t algo) {
+    cublasLtMatmulHeuristicResult_t r{};
+    if (cublasLtMatmulAlgoCheck(lt_handle(), desc_, a_layout_, b_layout_, c_layout_, c_layout_, &algo, &r) !=
+            CUBLAS_STATUS_SUCCESS ||
+        r.workspaceSize > kGemmWorkspaceBytes)
+      return;
+    r.algo = algo;
+    GemmAlgoRecord d = describe(r);
+    for (const auto& x : seen)
+      if (same_config(x, d)) return;
+    seen.push_back(d);
+    results.push_back(r);
+  };
+  const std::size_t bases = std::min<std::size_t>(results.size(), kVariantBases);
+  for (std::size_t i = 0; i < bases; ++i) {
+    const cublasLtMatmulAlgo_t base = results[i].algo;
+    for (std::uint16_t cluster : kClusters) {
+      cublasLtMatmulAlgo_t a = base;
+      if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster) ==
+          CUBLAS_STATUS_SUCCESS)
+        try_add(a);
+    }
+    if (spec_.m > 256 || algo_attr<int>(base, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) > 1) continue;
+    for (int split : {2, 4}) {  // small M: more CTAs streaming the weights
+      cublasLtMatmulAlgo_t a = base;
+      std::uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split) ==
+              CUBLAS_STATUS_SUCCESS &&
+          cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) ==
+              CUBLAS_STATUS_SUCCESS)
+        try_add(a);
+    }
+  }
+}
+
 GemmAlgoRecord LtGemm::choose(bool time_all, int max_candidates, const RefineFn& refine) {
   cublasLtMatmulPreference_t pref = nullptr;
   LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -201,6 +258,11 @@ GemmAlgoRecord LtGemm::choose(bool time_all, int max_candidates, const RefineFn&
   if (st != CUBLAS_STATUS_SUCCESS || returned == 0)
     throw InputError("cuBLASLt offers no algorithm for this " + spec_.precision + " GEMM (" +
                      cublasGetStatusName(st) + ")");
+  results.resize(returned);
+  heuristic_count_ = returned;
+  const char* variants_env = std::getenv("RAFTER_GEMM_VARIANTS");  // "0": the heuristic's list alone
+  if (time_all && !(variants_env && std::string(variants_env) == "0")) add_variants(results);
+  returned = static_cast<int>(results.size());
   std::vector<double> seconds(returned, 0.0);
   int best = 0;
   auto use = [&](int i) {

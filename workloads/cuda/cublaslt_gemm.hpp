@@ -35,13 +35,16 @@ class LtGemm {
   // floats, dequantization factors: real = stored × scale); null scales for other precisions.
   void bind(const void* a, const void* b, void* c, const float* scale_a = nullptr,
             const float* scale_b = nullptr);
-  // Asks the heuristic for up to `max_candidates`; with `time_all`, times each (cold L2, a few
-  // launches), then re-times the three fastest and the heuristic's first with `refine` (seconds of
+  // Asks the heuristic for up to `max_candidates`; with `time_all`, adds variants of its first
+  // results (other cluster shapes; split-K for small M), times each (cold L2, a few launches),
+  // then re-times the three fastest and the heuristic's first with `refine` (seconds of
   // launch() with the algorithm set) and keeps the fastest; without `time_all` keeps the first.
   // Throws InputError when cuBLASLt offers none.
   using RefineFn = std::function<double()>;
   GemmAlgoRecord choose(bool time_all, int max_candidates = kGemmCandidates, const RefineFn& refine = {});
   void launch(cudaStream_t stream) const;
+  // How many of choose()'s candidates came from the heuristic (the rest are variants of them).
+  int heuristic_candidates() const { return heuristic_count_; }
   // The same GEMM on other operands of the same layout (attention's per-group calls).
   void launch_with(cudaStream_t stream, const void* a, const void* b, void* c) const;
 
@@ -57,6 +60,7 @@ class LtGemm {
   cublasLtMatmulAlgo_t algo_{};
   std::size_t algo_workspace_ = 0;
   bool have_algo_ = false;
+  int heuristic_count_ = 0;
   double alpha_f64_ = 1, beta_f64_ = 0;
   float alpha_f32_ = 1, beta_f32_ = 0;
   int alpha_i32_ = 1, beta_i32_ = 0;
@@ -64,6 +68,7 @@ class LtGemm {
   const void* alpha() const;
   const void* beta() const;
   GemmAlgoRecord describe(const cublasLtMatmulHeuristicResult_t& r) const;
+  void add_variants(std::vector<cublasLtMatmulHeuristicResult_t>& results) const;
 };
 
 cublasLtHandle_t lt_handle();

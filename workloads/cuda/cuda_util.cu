@@ -106,6 +106,26 @@ __global__ void fill_uniform_kernel(T* out, std::size_t n, double lo, double hi,
   }
 }
 
+// Normal(0, stddev) by Box-Muller on two splitmix64 draws (as torch.randn gives PyTorch's side).
+template <class T>
+__global__ void fill_normal_kernel(T* out, std::size_t n, double stddev, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint64_t h = splitmix64(seed ^ (i * 0x632BE59BD9B4E019ull));
+    float u1 = (float(h >> 40) + 0.5f) * 0x1.0p-24f;  // (0, 1): log() stays finite
+    float u2 = float((h >> 16) & 0xFFFFFFu) * 0x1.0p-24f;
+    float z = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+    out[i] = static_cast<T>(float(stddev) * z);
+  }
+}
+
+template <class T>
+void launch_normal(void* p, std::size_t n, double stddev, std::uint64_t seed) {
+  int blocks = static_cast<int>(std::min<std::size_t>((n + 255) / 256, 65536));
+  fill_normal_kernel<T><<<blocks, 256>>>(static_cast<T*>(p), n, stddev, seed);
+  RAFTER_CUDA_LAUNCH_CHECK("fill_normal_kernel");
+}
+
 template <class T>
 void launch_fill(void* p, std::size_t n, double lo, double hi, std::uint64_t seed) {
   int blocks = static_cast<int>(std::min<std::size_t>((n + 255) / 256, 65536));
@@ -160,6 +180,18 @@ void fill_random(DeviceTensor& t, double lo, double hi, std::uint64_t seed) {
     case DType::I8: launch_fill<std::int8_t>(t.data(), t.count, lo, hi, seed); break;
     case DType::I32: launch_fill<std::int32_t>(t.data(), t.count, lo, hi, seed); break;
     case DType::I64: launch_fill<long long>(t.data(), t.count, lo, hi, seed); break;
+  }
+}
+
+void fill_normal(DeviceTensor& t, double stddev, std::uint64_t seed) {
+  switch (t.dtype) {
+    case DType::F64: launch_normal<double>(t.data(), t.count, stddev, seed); break;
+    case DType::F32: launch_normal<float>(t.data(), t.count, stddev, seed); break;
+    case DType::BF16: launch_normal<__nv_bfloat16>(t.data(), t.count, stddev, seed); break;
+    case DType::F16: launch_normal<__half>(t.data(), t.count, stddev, seed); break;
+    case DType::E4M3: launch_normal<__nv_fp8_e4m3>(t.data(), t.count, stddev, seed); break;
+    case DType::E5M2: launch_normal<__nv_fp8_e5m2>(t.data(), t.count, stddev, seed); break;
+    default: throw InputError("normal random data is for floating-point tensors");
   }
 }
 

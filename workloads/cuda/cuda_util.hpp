@@ -69,6 +69,10 @@ double decode_element(const void* bytes, DType t);
 void poison(DeviceTensor& t);
 // Uniform random values in [lo, hi) (never all zeros); integers are drawn in [lo, hi) too.
 void fill_random(DeviceTensor& t, double lo, double hi, std::uint64_t seed);
+// Normal(0, stddev) values (floating-point types only): the GEMMs' timing data, drawn as
+// torch.randn draws PyTorch's, since a tensor core's power (and so its clock under the power
+// cap) depends on the operands' bits.
+void fill_normal(DeviceTensor& t, double stddev, std::uint64_t seed);
 
 // GPU name, compute capability, SMs, driver, CUDA runtime and cuBLASLt versions (once per process).
 const nlohmann::json& device_facts(int device);

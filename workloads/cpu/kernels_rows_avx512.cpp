@@ -1,0 +1,197 @@
+// AVX-512 row kernels (see avx512_kernels.hpp): softmax, log-sum-exp, SwiGLU, RMSNorm, add.
+// Rows are read from DRAM once: later passes over a row hit L1/L2; outputs are streamed.
+#include <cmath>
+
+#include "avx512_kernels.hpp"
+#include "simd_avx512.hpp"
+
+namespace rafter::workloads::cpu::avx512 {
+namespace {
+
+template <class T>
+void softmax_impl(const T* x, T* y, std::int64_t rows, std::int64_t cols, float* s) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    const float mx = row_max(xr, cols);
+    const __m512 inv = _mm512_set1_ps(1.0f / sum_exp(xr, cols, mx, s, r + 1 < rows ? xr + cols : nullptr));
+    std::int64_t i = 0;
+    for (; i + 16 <= cols; i += 16) store16(yr + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv), true);
+    if (i < cols) store16(yr + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv), tail_mask(cols - i));
+  }
+  _mm_sfence();
+}
+
+template <class T>
+float logsumexp_impl(const T* z, std::int64_t n, float* mx, const T* next) {
+  *mx = row_max(z, n);
+  return std::log(sum_exp(z, n, *mx, nullptr, next)) + *mx;
+}
+
+template <class T>
+void scaled_exp_impl(const T* z, T* d, std::int64_t n, float mx, float scale) {
+  const __m512 m = _mm512_set1_ps(mx), sc = _mm512_set1_ps(scale);
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store16(d + i, _mm512_mul_ps(exp16_nonpos(_mm512_sub_ps(load16(z + i), m)), sc), true);
+  if (i < n) {
+    const __mmask16 k = tail_mask(n - i);
+    store16(d + i, _mm512_mul_ps(exp16_nonpos(_mm512_sub_ps(load16(z + i, k), m)), sc), k);
+  }
+  _mm_sfence();
+}
+
+// sigmoid(g) = 1 / (1 + exp(−g))
+static inline __m512 sigmoid16(__m512 g) {
+  return rcp16(_mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+}
+
+template <class T>
+void swiglu_fwd_impl(const T* g, const T* u, T* o, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 gv = load16(g + i, k), uv = load16(u + i, k);
+    const __m512 y = _mm512_mul_ps(_mm512_mul_ps(gv, sigmoid16(gv)), uv);
+    if (k == 0xffff) store16(o + i, y, true);
+    else store16(o + i, y, k);
+  }
+  _mm_sfence();
+}
+
+template <class T>
+void swiglu_bwd_impl(const T* g, const T* u, const T* dy, T* dg, T* du, std::int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 gv = load16(g + i, k), uv = load16(u + i, k), dv = load16(dy + i, k);
+    const __m512 sig = sigmoid16(gv);
+    // dg = dy·u·σ·(1 + g·(1 − σ)),  du = dy·g·σ
+    const __m512 a = _mm512_fmadd_ps(gv, _mm512_sub_ps(one, sig), one);
+    const __m512 vg = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(dv, uv), sig), a);
+    const __m512 vu = _mm512_mul_ps(_mm512_mul_ps(dv, gv), sig);
+    if (k == 0xffff) {
+      store16(dg + i, vg, true);
+      store16(du + i, vu, true);
+    } else {
+      store16(dg + i, vg, k);
+      store16(du + i, vu, k);
+    }
+  }
+  _mm_sfence();
+}
+
+template <class T>
+void rmsnorm_fwd_impl(const T* x, const T* w, T* y, std::int64_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 a = load16(x + i), b = load16(x + i + 16);
+    s0 = _mm512_fmadd_ps(a, a, s0);
+    s1 = _mm512_fmadd_ps(b, b, s1);
+  }
+  for (; i < n; i += 16) {
+    const __m512 a = load16(x + i, tail_mask(n - i));
+    s0 = _mm512_fmadd_ps(a, a, s0);
+  }
+  const float ss = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+  const __m512 rs = _mm512_set1_ps(1.0f / std::sqrt(ss / float(n) + 1e-5f));
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 v = _mm512_mul_ps(_mm512_mul_ps(load16(x + i, k), rs), load16(w + i, k));
+    if (k == 0xffff) store16(y + i, v, true);
+    else store16(y + i, v, k);
+  }
+  _mm_sfence();
+}
+
+template <class T>
+void rmsnorm_bwd_impl(const T* x, const T* w, const T* dy, T* dx, float* dw, std::int64_t n, bool more) {
+  __m512 ss = _mm512_setzero_ps(), dot = ss;
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 xv = load16(x + i, k);
+    ss = _mm512_fmadd_ps(xv, xv, ss);
+    dot = _mm512_fmadd_ps(_mm512_mul_ps(load16(w + i, k), load16(dy + i, k)), xv, dot);
+  }
+  const float rsf = 1.0f / std::sqrt(_mm512_reduce_add_ps(ss) / float(n) + 1e-5f);
+  const __m512 rs = _mm512_set1_ps(rsf), c = _mm512_set1_ps(rsf * rsf * rsf / float(n) * _mm512_reduce_add_ps(dot));
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    if (more && (i & 31) == 0) {  // the next row (x and dy), while this pass runs from L1
+      prefetch32(x + n + i);
+      prefetch32(dy + n + i);
+    }
+    const __m512 xv = load16(x + i, k), dv = load16(dy + i, k);
+    // dx = rs·w·dy − x·c,  dw += dy·x·rs
+    const __m512 v = _mm512_fmsub_ps(_mm512_mul_ps(rs, load16(w + i, k)), dv, _mm512_mul_ps(xv, c));
+    _mm512_mask_storeu_ps(dw + i, k, _mm512_fmadd_ps(_mm512_mul_ps(dv, xv), rs, _mm512_maskz_loadu_ps(k, dw + i)));
+    if (k == 0xffff) store16(dx + i, v, true);
+    else store16(dx + i, v, k);
+  }
+  _mm_sfence();
+}
+
+template <class T>
+void add_impl(const T* a, const T* b, T* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store16(y + i, _mm512_add_ps(load16(a + i), load16(b + i)), true);
+  if (i < n) {
+    const __mmask16 k = tail_mask(n - i);
+    store16(y + i, _mm512_add_ps(load16(a + i, k), load16(b + i, k)), k);
+  }
+  _mm_sfence();
+}
+
+template <class T>
+void rope_impl(const T* x, T* y, const float* c, const float* s, std::int64_t heads, std::int64_t d) {
+  const std::int64_t half = d / 2;
+  for (std::int64_t h = 0; h < heads; ++h) {
+    const T* xh = x + h * d;
+    T* yh = y + h * d;
+    for (std::int64_t i = 0; i < half; i += 16) {
+      const __m512 a = load16(xh + i), b = load16(xh + half + i), cv = _mm512_loadu_ps(c + i), sv = _mm512_loadu_ps(s + i);
+      store16(yh + i, _mm512_fmsub_ps(a, cv, _mm512_mul_ps(b, sv)), true);
+      store16(yh + half + i, _mm512_fmadd_ps(b, cv, _mm512_mul_ps(a, sv)), true);
+    }
+  }
+}
+
+}  // namespace
+
+void rope_token(const float* x, float* y, const float* c, const float* s, std::int64_t h, std::int64_t d) { rope_impl(x, y, c, s, h, d); }
+void rope_token(const bf16* x, bf16* y, const float* c, const float* s, std::int64_t h, std::int64_t d) { rope_impl(x, y, c, s, h, d); }
+
+void copy_stream(void* dst, const void* src, std::size_t bytes) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  std::size_t i = 0;
+  for (; i < bytes && (reinterpret_cast<std::uintptr_t>(d + i) & 63) != 0; ++i) d[i] = s[i];
+  for (; i + 64 <= bytes; i += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
+  for (; i < bytes; ++i) d[i] = s[i];
+}
+
+void softmax_rows(const float* x, float* y, std::int64_t r, std::int64_t c, float* s) { softmax_impl(x, y, r, c, s); }
+void softmax_rows(const bf16* x, bf16* y, std::int64_t r, std::int64_t c, float* s) { softmax_impl(x, y, r, c, s); }
+float logsumexp(const float* z, std::int64_t n, float* mx, const float* next) { return logsumexp_impl(z, n, mx, next); }
+float logsumexp(const bf16* z, std::int64_t n, float* mx, const bf16* next) { return logsumexp_impl(z, n, mx, next); }
+void scaled_exp(const float* z, float* d, std::int64_t n, float mx, float s) { scaled_exp_impl(z, d, n, mx, s); }
+void scaled_exp(const bf16* z, bf16* d, std::int64_t n, float mx, float s) { scaled_exp_impl(z, d, n, mx, s); }
+void swiglu_fwd(const float* g, const float* u, float* o, std::int64_t n) { swiglu_fwd_impl(g, u, o, n); }
+void swiglu_fwd(const bf16* g, const bf16* u, bf16* o, std::int64_t n) { swiglu_fwd_impl(g, u, o, n); }
+void swiglu_bwd(const float* g, const float* u, const float* dy, float* dg, float* du, std::int64_t n) {
+  swiglu_bwd_impl(g, u, dy, dg, du, n);
+}
+void swiglu_bwd(const bf16* g, const bf16* u, const bf16* dy, bf16* dg, bf16* du, std::int64_t n) {
+  swiglu_bwd_impl(g, u, dy, dg, du, n);
+}
+void rmsnorm_fwd(const float* x, const float* w, float* y, std::int64_t n) { rmsnorm_fwd_impl(x, w, y, n); }
+void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, std::int64_t n) { rmsnorm_fwd_impl(x, w, y, n); }
+void rmsnorm_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, std::int64_t n, bool more) {
+  rmsnorm_bwd_impl(x, w, dy, dx, dw, n, more);
+}
+void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t n, bool more) {
+  rmsnorm_bwd_impl(x, w, dy, dx, dw, n, more);
+}
+void add(const float* a, const float* b, float* y, std::int64_t n) { add_impl(a, b, y, n); }
+void add(const bf16* a, const bf16* b, bf16* y, std::int64_t n) { add_impl(a, b, y, n); }
+
+}  // namespace rafter::workloads::cpu::avx512

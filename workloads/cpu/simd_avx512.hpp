@@ -1,0 +1,150 @@
+// AVX-512 building blocks (loads/stores of fp32 and bf16 rows, exp, reciprocal) for the
+// *_avx512.cpp kernel files only: they need -mavx512f/bw/vl/dq/bf16, which those files get.
+// Everything is static inline: no out-of-line copy compiled for AVX-512 can leak into other files.
+#pragma once
+// GCC 12 reports its own _mm512_undefined_ps() placeholders (inside max, reduce, ...) as "may be
+// used uninitialized" once they are inlined at -O3: a false positive in the intrinsic headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
+#include "cpu_kernel.hpp"
+
+namespace rafter::workloads::cpu::avx512 {
+
+static inline __mmask16 tail_mask(std::int64_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u); }
+
+static inline __m512 bf16x16_to_ps(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+static inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+static inline __m512 load16(const bf16* p) { return bf16x16_to_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+static inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+static inline __m512 load16(const bf16* p, __mmask16 m) { return bf16x16_to_ps(_mm256_maskz_loadu_epi16(m, p)); }
+
+// fp32 → bf16 with round to nearest even (vcvtneps2bf16, as the scalar st()).
+static inline __m256i ps_to_bf16x16(__m512 v) { return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)); }
+// Stores 16 values; `nt` streams them past the caches (large outputs are not read back soon and
+// skip the read-for-ownership); a streaming store needs an aligned address, else it is a plain one.
+static inline bool nt_ok() { static const bool ok = !std::getenv("RAFTER_NO_NT"); return ok; }  // TEMP experiment
+static inline void store16(float* p, __m512 v, bool nt) {
+  nt = nt && nt_ok();
+  if (nt && (reinterpret_cast<std::uintptr_t>(p) & 63) == 0) _mm512_stream_ps(p, v);
+  else _mm512_storeu_ps(p, v);
+}
+static inline void store16(bf16* p, __m512 v, bool nt) {
+  nt = nt && nt_ok();
+  const __m256i h = ps_to_bf16x16(v);
+  if (nt && (reinterpret_cast<std::uintptr_t>(p) & 31) == 0) _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h);
+  else _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+}
+static inline void store16(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+static inline void store16(bf16* p, __m512 v, __mmask16 m) { _mm256_mask_storeu_epi16(p, m, ps_to_bf16x16(v)); }
+
+// exp(x) = 2^k · 2^(j/16) · e^r with k·16 + j = n = round(x·16/ln 2) and r = x − n·ln2/16
+// (two-part ln2/16, |r| ≤ 0.0217): e^r by a degree-3 polynomial; 2^(j/16)·2^k by one vpermps
+// from a 16-entry table and one integer add of n << 19 to its bits (each entry is stored as
+// bits(2^(j/16)) − j << 19, so the add leaves exactly k << 23 in the exponent). Relative error
+// < 2e-7 (checked against exp in double over [-87, 88]), 12 vector operations: the two FP pipes
+// bound softmax-like kernels on two cores, so every operation counts. Inputs are clamped to
+// [-87, 88] (results stay normal); exp16_nonpos skips the upper clamp for x ≤ 0.
+template <bool kUpperClamp = true>
+static inline __m512 exp16(__m512 x) {
+  const __m512 table = _mm512_castsi512_ps(_mm512_setr_epi32(
+      0x3f800000, 0x3f7daac3, 0x3f7b95c2, 0x3f79c3d3, 0x3f7837f0, 0x3f76f532, 0x3f75fed7, 0x3f75583f, 0x3f7504f3,
+      0x3f7508a4, 0x3f75672a, 0x3f76248c, 0x3f7744fd, 0x3f78ccdf, 0x3f7ac0c7, 0x3f7d257d));
+  const __m512 magic = _mm512_set1_ps(12582912.0f);  // 1.5·2^23: t's low mantissa bits hold n
+  if constexpr (kUpperClamp) x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(2.308312035e+01f), magic);
+  const __m512 n = _mm512_sub_ps(t, magic);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(4.331970215e-02f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.996636456e-06f), r);
+  __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 6.0f), r, _mm512_set1_ps(0.5f));
+  q = _mm512_mul_ps(_mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f)), r);  // e^r − 1
+  const __m512i ti = _mm512_castps_si512(t);  // bits(magic) + n; bits(magic) << 19 ≡ 0 (mod 2^32)
+  const __m512 s = _mm512_castsi512_ps(
+      _mm512_add_epi32(_mm512_castps_si512(_mm512_permutexvar_ps(ti, table)), _mm512_slli_epi32(ti, 19)));
+  return _mm512_fmadd_ps(s, q, s);
+}
+static inline __m512 exp16_nonpos(__m512 x) { return exp16<false>(x); }
+
+// 1/a by vrcp14ps and one Newton step (relative error ~1e-8); a > 0 finite.
+static inline __m512 rcp16(__m512 a) {
+  const __m512 y = _mm512_rcp14_ps(a);
+  return _mm512_mul_ps(y, _mm512_fnmadd_ps(a, y, _mm512_set1_ps(2.0f)));
+}
+
+// Max of a row (finite values).
+template <class T>
+static inline float row_max(const T* x, std::int64_t n) {
+  __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm512_max_ps(m0, load16(x + i));
+    m1 = _mm512_max_ps(m1, load16(x + i + 16));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    m0 = _mm512_mask_max_ps(m0, k, m0, load16(x + i, k));
+  }
+  return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+
+// The same for bf16, 32 values per operation: a bf16's bits as int16 order like its value once a
+// negative one has its magnitude bits flipped (key = x ^ ((x >> 15) & 0x7fff); an involution).
+static inline float row_max(const bf16* x, std::int64_t n) {
+  const __m512i mag = _mm512_set1_epi16(0x7fff);
+  __m512i m0 = _mm512_set1_epi16(std::int16_t(-32768)), m1 = m0;
+  std::int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 32);
+    m0 = _mm512_max_epi16(m0, _mm512_ternarylogic_epi32(a, _mm512_srai_epi16(a, 15), mag, 0x78));  // a ^ (s & mag)
+    m1 = _mm512_max_epi16(m1, _mm512_ternarylogic_epi32(b, _mm512_srai_epi16(b, 15), mag, 0x78));
+  }
+  alignas(64) std::int16_t lanes[32];
+  _mm512_store_si512(lanes, _mm512_max_epi16(m0, m1));
+  std::int16_t m = lanes[0];
+  for (std::int16_t l : lanes) m = l > m ? l : m;
+  const bf16 top = static_cast<bf16>(m ^ (m < 0 ? 0x7fff : 0));
+  float r = i > 0 ? ld(&top, 0) : -INFINITY;
+  for (; i < n; ++i) r = ld(x, i) > r ? ld(x, i) : r;
+  return r;
+}
+
+// Prefetches the cache lines of [p, p + 32 elements) into L2.
+template <class T>
+static inline void prefetch32(const T* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+  if constexpr (sizeof(T) == 4) _mm_prefetch(reinterpret_cast<const char*>(p) + 64, _MM_HINT_T1);
+}
+
+// Σ exp(x_j − mx); with `out`, also stores each exp (fp32). With `next` (the next row, n long),
+// prefetches it meanwhile: this pass runs from L1/L2, and DRAM would otherwise idle during it.
+template <class T>
+static inline float sum_exp(const T* x, std::int64_t n, float mx, float* out, const T* next = nullptr) {
+  const __m512 m = _mm512_set1_ps(mx);
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (next) prefetch32(next + i);
+    const __m512 e0 = exp16_nonpos(_mm512_sub_ps(load16(x + i), m)), e1 = exp16_nonpos(_mm512_sub_ps(load16(x + i + 16), m));
+    if (out) {
+      _mm512_storeu_ps(out + i, e0);
+      _mm512_storeu_ps(out + i + 16, e1);
+    }
+    s0 = _mm512_add_ps(s0, e0);
+    s1 = _mm512_add_ps(s1, e1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 e = exp16_nonpos(_mm512_sub_ps(load16(x + i, k), m));
+    if (out) _mm512_mask_storeu_ps(out + i, k, e);
+    s0 = _mm512_mask_add_ps(s0, k, s0, e);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+}  // namespace rafter::workloads::cpu::avx512
