@@ -1,80 +1,32 @@
 // AVX-512 stream kernels: 8 zmm per loop iteration (64 doubles, 512 B), aligned loads and stores.
-// The load kernel XORs into independent integer accumulators: integer logic runs on more ports
-// than FP adds, so the loads, not the reduction, are what limits it.
 // Keep GCC from turning the copy and store loops into memcpy/memset calls: we time these loops.
 #pragma GCC optimize("no-tree-loop-distribute-patterns")
 #include <immintrin.h>
 
 #include "kernel_entry_points.hpp"
+#include "stream_kernels.inl"
 
 namespace rafter::probes::cpu {
 namespace {
-
-std::uint64_t load(const double* a, std::size_t n, int passes) {
-  __m512i x0 = _mm512_setzero_si512(), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0;
-  for (int p = 0; p < passes; ++p) {
-    for (std::size_t i = 0; i < n; i += 64) {
-      const __m512i* v = reinterpret_cast<const __m512i*>(a + i);
-      x0 = _mm512_xor_si512(x0, _mm512_load_si512(v + 0));
-      x1 = _mm512_xor_si512(x1, _mm512_load_si512(v + 1));
-      x2 = _mm512_xor_si512(x2, _mm512_load_si512(v + 2));
-      x3 = _mm512_xor_si512(x3, _mm512_load_si512(v + 3));
-      x4 = _mm512_xor_si512(x4, _mm512_load_si512(v + 4));
-      x5 = _mm512_xor_si512(x5, _mm512_load_si512(v + 5));
-      x6 = _mm512_xor_si512(x6, _mm512_load_si512(v + 6));
-      x7 = _mm512_xor_si512(x7, _mm512_load_si512(v + 7));
-    }
+struct Avx512 {
+  using I = __m512i;
+  using D = __m512d;
+  static constexpr std::size_t lanes = 8;
+  static I zero() { return _mm512_setzero_si512(); }
+  static I xor_load(I acc, const double* p) { return _mm512_xor_si512(acc, _mm512_load_si512(p)); }
+  static std::uint64_t fold(I x) {
+    alignas(64) std::uint64_t w[8];
+    _mm512_store_si512(reinterpret_cast<__m512i*>(w), x);
+    return w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4] ^ w[5] ^ w[6] ^ w[7];
   }
-  x0 = _mm512_xor_si512(_mm512_xor_si512(_mm512_xor_si512(x0, x1), _mm512_xor_si512(x2, x3)),
-                        _mm512_xor_si512(_mm512_xor_si512(x4, x5), _mm512_xor_si512(x6, x7)));
-  alignas(64) std::uint64_t lanes[8];
-  _mm512_store_si512(reinterpret_cast<__m512i*>(lanes), x0);
-  std::uint64_t r = 0;
-  for (std::uint64_t w : lanes) r ^= w;
-  return r;
-}
-
-void store(double* a, std::size_t n, double value, int passes) {
-  const __m512d v = _mm512_set1_pd(value);
-  for (int p = 0; p < passes; ++p)
-    for (std::size_t i = 0; i < n; i += 64)
-      for (int k = 0; k < 8; ++k) _mm512_store_pd(a + i + 8 * k, v);
-}
-
-void nt_store(double* a, std::size_t n, double value, int passes) {
-  const __m512d v = _mm512_set1_pd(value);
-  for (int p = 0; p < passes; ++p)
-    for (std::size_t i = 0; i < n; i += 64)
-      for (int k = 0; k < 8; ++k) _mm512_stream_pd(a + i + 8 * k, v);
-  _mm_sfence();
-}
-
-void copy(double* dst, const double* src, std::size_t n, int passes) {
-  for (int p = 0; p < passes; ++p)
-    for (std::size_t i = 0; i < n; i += 64)
-      for (int k = 0; k < 8; ++k) _mm512_store_pd(dst + i + 8 * k, _mm512_load_pd(src + i + 8 * k));
-}
-
-void triad(double* a, const double* b, const double* c, double s, std::size_t n, int passes) {
-  const __m512d vs = _mm512_set1_pd(s);
-  for (int p = 0; p < passes; ++p)
-    for (std::size_t i = 0; i < n; i += 64)
-      for (int k = 0; k < 8; ++k)
-        _mm512_store_pd(a + i + 8 * k,
-                        _mm512_fmadd_pd(vs, _mm512_load_pd(c + i + 8 * k), _mm512_load_pd(b + i + 8 * k)));
-}
-
+  static D set1(double v) { return _mm512_set1_pd(v); }
+  static D load(const double* p) { return _mm512_load_pd(p); }
+  static void store(double* p, D v) { _mm512_store_pd(p, v); }
+  static void stream(double* p, D v) { _mm512_stream_pd(p, v); }
+  static void fence() { _mm_sfence(); }
+  static D fma(D s, D c, D b) { return _mm512_fmadd_pd(s, c, b); }
+};
 }  // namespace
-
-// Exported one by one (see kernels.cpp: the table is built in baseline code).
-namespace avx512 {
-std::uint64_t stream_load(const double* a, std::size_t n, int passes) { return load(a, n, passes); }
-void stream_store(double* a, std::size_t n, double v, int passes) { store(a, n, v, passes); }
-void stream_nt_store(double* a, std::size_t n, double v, int passes) { nt_store(a, n, v, passes); }
-void stream_copy(double* d, const double* s, std::size_t n, int passes) { copy(d, s, n, passes); }
-void stream_triad(double* a, const double* b, const double* c, double s, std::size_t n, int passes) {
-  triad(a, b, c, s, n, passes);
-}
-}  // namespace avx512
-
 }  // namespace rafter::probes::cpu
+
+RAFTER_EXPORT_STREAM_KERNELS(avx512, Avx512)
