@@ -6,28 +6,56 @@
 namespace rafter::workloads::cpu::avx512 {
 namespace {
 
-// E2M1 code of |x| / scale (round to nearest even, saturating at 6) with the sign in bit 3;
-// the thresholds are those of block_quant_avx2.cpp's e2m1_code_rne.
+// E2M1 code of |x| / scale (round to nearest even, saturating at 6) with the sign in bit 3. The
+// grid has spacing 2^(e−1) in binade e = min(max(floor(log2 a), 0), 2), so code = round(a·2^(1−e))
+// + 2e (scaling by a power of two is exact; the rounding is vrndscaleps' nearest-even), capped at
+// 7. Same codes as the thresholds of block_quant_avx2.cpp's e2m1_code_rne (checked exhaustively).
 static inline __m512i e2m1_codes(__m512 x, __m512 scale) {
-  const __m512 a = _mm512_div_ps(_mm512_abs_ps(x), scale);
-  const __m512i one = _mm512_set1_epi32(1);
-  __m512i k = _mm512_setzero_si512();
-  k = _mm512_mask_add_epi32(k, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.25f), _CMP_GT_OQ), k, one);
-  k = _mm512_mask_add_epi32(k, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.75f), _CMP_GE_OQ), k, one);
-  k = _mm512_mask_add_epi32(k, _mm512_cmp_ps_mask(a, _mm512_set1_ps(1.25f), _CMP_GT_OQ), k, one);
-  k = _mm512_mask_add_epi32(k, _mm512_cmp_ps_mask(a, _mm512_set1_ps(1.75f), _CMP_GE_OQ), k, one);
-  k = _mm512_mask_add_epi32(k, _mm512_cmp_ps_mask(a, _mm512_set1_ps(2.5f), _CMP_GT_OQ), k, one);
-  k = _mm512_mask_add_epi32(k, _mm512_cmp_ps_mask(a, _mm512_set1_ps(3.5f), _CMP_GE_OQ), k, one);
-  k = _mm512_mask_add_epi32(k, _mm512_cmp_ps_mask(a, _mm512_set1_ps(5.0f), _CMP_GT_OQ), k, one);
+  // capped at 8 (code 7 either way) so that the integer conversion cannot overflow
+  const __m512 a = _mm512_min_ps(_mm512_div_ps(_mm512_abs_ps(x), scale), _mm512_set1_ps(8.0f));
+  const __m512 e = _mm512_min_ps(_mm512_max_ps(_mm512_getexp_ps(a), _mm512_setzero_ps()), _mm512_set1_ps(2.0f));
+  const __m512 m = _mm512_roundscale_ps(_mm512_scalef_ps(a, _mm512_sub_ps(_mm512_set1_ps(1.0f), e)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512i k = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_fmadd_ps(e, _mm512_set1_ps(2.0f), m)), _mm512_set1_epi32(7));
   const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ) & _mm512_test_epi32_mask(k, k);
   return _mm512_mask_or_epi32(k, neg, k, _mm512_set1_epi32(8));
 }
 
-// 16 codes (one per 32-bit lane) → 8 bytes, low nibble first.
+// 16 codes (one per 32-bit lane) → 8 bytes, low nibble first: in each 64-bit lane the odd code
+// (bits 32..35) is shifted down next to the even one, then vpmovqb keeps each lane's low byte.
 static inline __m128i pack_nibbles(__m512i k) {
-  const __m128i b = _mm512_cvtepi32_epi8(k);  // code i in byte i
-  const __m128i w = _mm_or_si128(b, _mm_srli_epi16(b, 4));  // per 16-bit pair: c0 | c1 << 4 in the low byte
-  return _mm_packus_epi16(_mm_and_si128(w, _mm_set1_epi16(0xff)), _mm_setzero_si128());
+  return _mm512_cvtepi64_epi8(_mm512_or_si512(k, _mm512_srli_epi64(k, 28)));
+}
+
+// E4M3 bytes of 16 non-negative block scales (round to nearest even, saturating at 448, no
+// NaN): the vector form of block_quant_avx2.cpp's e4m3_bits, exponent and 3 mantissa bits from
+// the rounded fp32 bits, subnormals (< 2^-6) as round(s·512).
+static inline __m512i e4m3_codes(__m512 s) {
+  __m512i u = _mm512_castps_si512(s);
+  u = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7ffff), _mm512_and_si512(_mm512_srli_epi32(u, 20), _mm512_set1_epi32(1))));
+  __m512i code = _mm512_or_si512(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_srli_epi32(u, 23), _mm512_set1_epi32(120)), 3),
+                                 _mm512_and_si512(_mm512_srli_epi32(u, 20), _mm512_set1_epi32(7)));
+  code = _mm512_min_epi32(code, _mm512_set1_epi32(0x7e));
+  const __m512i sub = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(s, _mm512_set1_ps(512.0f)),
+                                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return _mm512_mask_mov_epi32(code, _mm512_cmp_ps_mask(s, _mm512_set1_ps(0.015625f), _CMP_LT_OQ), sub);
+}
+
+// 16 blocks of 16 values (256 columns) of one row: scales first (vectorized over the blocks, off
+// the per-block dependency chain), then the codes.
+static inline void quantize_256(const bf16* x, std::uint8_t* codes, std::uint8_t* scale_bytes, float tensor_scale,
+                                const float* e4m3_lut) {
+  alignas(64) float amax[16], scale[16];
+  for (int b = 0; b < 16; ++b) amax[b] = _mm512_reduce_max_ps(_mm512_abs_ps(load16(x + 16 * b)));
+  const __m512 s = _mm512_div_ps(_mm512_div_ps(_mm512_load_ps(amax), _mm512_set1_ps(6.0f)), _mm512_set1_ps(tensor_scale));
+  const __m512i sb = e4m3_codes(s);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(scale_bytes), _mm512_cvtepi32_epi8(sb));
+  _mm512_store_ps(scale, _mm512_mul_ps(_mm512_i32gather_ps(sb, e4m3_lut, 4), _mm512_set1_ps(tensor_scale)));
+  for (int b = 0; b < 16; ++b) {
+    __m128i packed = _mm_setzero_si128();
+    if (scale[b] > 0) packed = pack_nibbles(e2m1_codes(load16(x + 16 * b), _mm512_set1_ps(scale[b])));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + 8 * b), packed);
+  }
 }
 
 }  // namespace
@@ -56,7 +84,9 @@ void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, st
     const bf16* xr = x + r * cols;
     std::uint8_t* cr = codes + r * cols / 2;
     std::uint8_t* sr = scales + r * nb;
-    for (std::int64_t blk = 0; blk < nb; ++blk) {
+    std::int64_t blk = 0;
+    for (; blk + 16 <= nb; blk += 16) quantize_256(xr + blk * 16, cr + blk * 8, sr + blk, tensor_scale, e4m3_lut);
+    for (; blk < nb; ++blk) {  // fewer than 16 blocks left
       const __m512 v = load16(xr + blk * 16);
       const float amax = _mm512_reduce_max_ps(_mm512_abs_ps(v));
       const std::uint8_t sb = encode_e4m3(amax / 6.0f / tensor_scale);

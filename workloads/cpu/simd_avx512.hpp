@@ -10,7 +10,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cpu_kernel.hpp"
 
@@ -28,14 +27,11 @@ static inline __m512 load16(const bf16* p, __mmask16 m) { return bf16x16_to_ps(_
 static inline __m256i ps_to_bf16x16(__m512 v) { return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)); }
 // Stores 16 values; `nt` streams them past the caches (large outputs are not read back soon and
 // skip the read-for-ownership); a streaming store needs an aligned address, else it is a plain one.
-static inline bool nt_ok() { static const bool ok = !std::getenv("RAFTER_NO_NT"); return ok; }  // TEMP experiment
 static inline void store16(float* p, __m512 v, bool nt) {
-  nt = nt && nt_ok();
   if (nt && (reinterpret_cast<std::uintptr_t>(p) & 63) == 0) _mm512_stream_ps(p, v);
   else _mm512_storeu_ps(p, v);
 }
 static inline void store16(bf16* p, __m512 v, bool nt) {
-  nt = nt && nt_ok();
   const __m256i h = ps_to_bf16x16(v);
   if (nt && (reinterpret_cast<std::uintptr_t>(p) & 31) == 0) _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h);
   else _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
@@ -145,6 +141,63 @@ static inline float sum_exp(const T* x, std::int64_t n, float mx, float* out, co
     s0 = _mm512_mask_add_ps(s0, k, s0, e);
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+// The same for bf16 rows: 32 values per 512-bit load split into their even and odd elements by
+// one shift and one and (instead of a zero-extension and a shift per 16); with `out`, each group
+// of 32 exps is stored as its 16 even then 16 odd elements (store_scaled below undoes that).
+static inline float sum_exp(const bf16* x, std::int64_t n, float mx, float* out, const bf16* next = nullptr) {
+  const __m512 m = _mm512_set1_ps(mx);
+  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (next) prefetch32(next + i);
+    const __m512i w = _mm512_loadu_si512(x + i);
+    const __m512 e0 = exp16_nonpos(_mm512_sub_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), m));
+    const __m512 e1 = exp16_nonpos(_mm512_sub_ps(_mm512_castsi512_ps(_mm512_and_si512(w, hi)), m));
+    if (out) {
+      _mm512_storeu_ps(out + i, e0);
+      _mm512_storeu_ps(out + i + 16, e1);
+    }
+    s0 = _mm512_add_ps(s0, e0);
+    s1 = _mm512_add_ps(s1, e1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 e = exp16_nonpos(_mm512_sub_ps(load16(x + i, k), m));
+    if (out) _mm512_mask_storeu_ps(out + i, k, e);
+    s0 = _mm512_mask_add_ps(s0, k, s0, e);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+// y = s · scale, streamed; s as sum_exp wrote it (fp32 rows: in order).
+static inline void store_scaled(const float* s, float* y, std::int64_t n, __m512 scale) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), true);
+  if (i < n) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), tail_mask(n - i));
+}
+// bf16 rows: each group of 32 is 16 even then 16 odd values; vcvtne2ps2bf16 packs both halves
+// and one vpermw puts the 32 bf16 back in order.
+// 32 values given as their 16 even and 16 odd elements → 32 bf16 in order at y (streamed when
+// aligned): vcvtne2ps2bf16 packs both halves and one vpermw interleaves them.
+static inline void store32_even_odd(bf16* y, __m512 even, __m512 odd) {
+  alignas(64) static constexpr std::int16_t kOrder[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+                                                          8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i v = _mm512_permutexvar_epi16(_mm512_load_si512(kOrder), reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even)));
+  if ((reinterpret_cast<std::uintptr_t>(y) & 63) == 0) _mm512_stream_si512(reinterpret_cast<__m512i*>(y), v);
+  else _mm512_storeu_si512(y, v);
+}
+// The even and odd elements of 32 bf16 as floats.
+static inline __m512 bf16_even(__m512i w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
+static inline __m512 bf16_odd(__m512i w) { return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u)))); }
+
+static inline void store_scaled(const float* s, bf16* y, std::int64_t n, __m512 scale) {
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    store32_even_odd(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), _mm512_mul_ps(_mm512_loadu_ps(s + i + 16), scale));
+  for (; i < n; i += 16) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), tail_mask(n - i));
 }
 
 }  // namespace rafter::workloads::cpu::avx512
