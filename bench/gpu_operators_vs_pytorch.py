@@ -648,8 +648,9 @@ def main():
     pr.add_argument("--out", required=True, help="rafter records (JSON)")
     pr.add_argument("--torch-out", required=True, help="PyTorch timings (JSON)")
     pr.add_argument("--extra", nargs="*", default=[])
-    pr.add_argument("--pause", type=float, default=0.2,
-                    help="idle seconds before each PyTorch timing (rafter pauses as long: RAFTER_GEMM_COOLDOWN_MS)")
+    pr.add_argument("--pause", type=float, default=1.0,
+                    help="idle seconds before each PyTorch timing (rafter pauses as long before its record: "
+                         "RAFTER_GEMM_RECORD_COOLDOWN_MS)")
     n = sub.add_parser("ncu")
     n.add_argument("--rafter", required=True)
     n.add_argument("--out", required=True)

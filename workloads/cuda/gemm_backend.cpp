@@ -19,6 +19,10 @@ namespace rafter::workloads::cuda {
 namespace {
 
 constexpr int kSearchCooldownMilliseconds = 200;
+// Before the record of a power-bound GEMM: longer, as the whole search (~30 candidates, seconds of
+// GEMMs at the power cap) precedes it, and the same idle time PyTorch's column gets in
+// bench/gpu_operators_vs_pytorch.py (--pause). RAFTER_GEMM_RECORD_COOLDOWN_MS overrides it.
+constexpr int kRecordCooldownMilliseconds = 1000;
 constexpr double kPowerBoundSeconds = 50e-6;  // shorter GEMMs barely heat the GPU (measured)
 
 bool lt_precision(const std::string& p) {
@@ -64,17 +68,18 @@ std::vector<double> transposed(const std::vector<double>& v, std::int64_t b, std
 // Large GEMMs draw the GPU to its power cap within ~0.1 s, after which the power controller holds
 // the SM clock lower for a while (measured on an H100: an algorithm timed 5-10% slower right
 // after the candidate search than in it, and a candidate that is fastest in a 10 ms burst can be
-// slower once capped). So, for GEMMs of kPowerBoundSeconds or longer, each finalist and then the
-// record are timed with the record's policy, each after the same idle pause: every one starts
-// from the state any single operator's timing starts from, as PyTorch's column in
-// bench/gpu_operators_vs_pytorch.py does. RAFTER_GEMM_COOLDOWN_MS overrides the pause (0: none).
-int cooldown_milliseconds() {
-  const char* env = std::getenv("RAFTER_GEMM_COOLDOWN_MS");
-  if (!env || !*env) return kSearchCooldownMilliseconds;
+// slower once capped). So, for GEMMs of kPowerBoundSeconds or longer, each finalist is timed with
+// the record's policy after the same idle pause (RAFTER_GEMM_COOLDOWN_MS, 0: none), and the record
+// after a longer one (kRecordCooldownMilliseconds), the idle time PyTorch's column in
+// bench/gpu_operators_vs_pytorch.py waits before each of its timings.
+int cooldown_milliseconds(const char* variable = "RAFTER_GEMM_COOLDOWN_MS",
+                          int default_ms = kSearchCooldownMilliseconds) {
+  const char* env = std::getenv(variable);
+  if (!env || !*env) return default_ms;
   try {
     return std::clamp(std::stoi(env), 0, 10000);
   } catch (const std::exception&) {
-    throw InputError(std::string("RAFTER_GEMM_COOLDOWN_MS is not a number of milliseconds: '") + env + "'");
+    throw InputError(std::string(variable) + " is not a number of milliseconds: '" + env + "'");
   }
 }
 
@@ -223,7 +228,9 @@ class CublasLtGemmBackend : public Backend {
     DeviceProblem full(nullptr, ctx.seed + 1);
     auto g = std::make_shared<GemmBinding>(bind_gemm(inst, full, nullptr, time_all, &note, ctx.device, ctx.policy));
     nlohmann::json sampled = sampled_full_check(*g, inst.precision);
-    const int pause_ms = time_all && g->algo.candidate_seconds >= kPowerBoundSeconds ? cooldown_milliseconds() : 0;
+    const int pause_ms = time_all && g->algo.candidate_seconds >= kPowerBoundSeconds
+                             ? cooldown_milliseconds("RAFTER_GEMM_RECORD_COOLDOWN_MS", kRecordCooldownMilliseconds)
+                             : 0;
     cool_down(pause_ms);
     const bool ok = (!ctx.check || record.check.passed) && sampled["passed"].get<bool>();
     if (!ok) {
@@ -241,7 +248,7 @@ class CublasLtGemmBackend : public Backend {
     if (g->gemm->types().scaled) record.details["fp8_fast_accum"] = sp.fast_accum;
     record.details["full_size_check"] = sampled;
     record.details["workspace_limit_bytes"] = kGemmWorkspaceBytes;
-    record.details["cooldown_after_search_ms"] = pause_ms;
+    record.details["cooldown_before_record_ms"] = pause_ms;
     record.details["heuristic_candidates"] = g->gemm->heuristic_candidates();
     record.details["algorithm_source"] = g->algo.candidate_rank < g->gemm->heuristic_candidates()
                                              ? "heuristic result"
