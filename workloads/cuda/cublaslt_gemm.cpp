@@ -200,10 +200,11 @@ bool same_config(const GemmAlgoRecord& x, const GemmAlgoRecord& y) {
 // The heuristic returns a handful of configurations (8 for most sm_90 GEMMs here) and ranks them
 // by a model; the same kernels with another thread-block cluster shape, or split along K (for
 // small-M GEMMs, which stream the weights), are often as good or better and are not offered.
-// Each variant of the heuristic's first kVariantBases results that cuBLASLt accepts for this
-// problem (cublasLtMatmulAlgoCheck) and that fits the workspace joins the candidates.
+// Each variant of the heuristic's first kVariantBases results (every result for large M, where the
+// heuristic's ranking of its 7-8 tiles missed PyTorch's time by a few % on some Llama-2 rows) that
+// cuBLASLt accepts for this problem (cublasLtMatmulAlgoCheck) and fits the workspace joins.
 void LtGemm::add_variants(std::vector<cublasLtMatmulHeuristicResult_t>& results) const {
-  constexpr int kVariantBases = 4;
+  const int kVariantBases = spec_.m > 256 ? 16 : 4;
   static constexpr std::uint16_t kClusters[] = {CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
                                                 CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1,
                                                 CUBLASLT_CLUSTER_SHAPE_4x1x1, CUBLASLT_CLUSTER_SHAPE_1x4x1};

@@ -92,6 +92,7 @@ struct GemmBinding {
   GemmAlgoRecord algo;
   DeviceTensor *a = nullptr, *b = nullptr, *c = nullptr;
   double scale_a = 1, scale_b = 1;
+  double search_seconds = 0;  // the candidate search's wall time less its idle pauses: the load before the record
 };
 
 // Allocates (check data or random) and binds one GEMM; `problem` inputs are rounded in place.
@@ -135,12 +136,17 @@ GemmBinding bind_gemm(const OpInstance& in, DeviceProblem& d, Problem* problem, 
   g.gemm->bind(g.a->data(), g.b->data(), g.c->data(), sa, sb);
   LtGemm* gemm = g.gemm.get();
   const int pause_ms = time_all ? cooldown_milliseconds() : 0;
-  g.algo = g.gemm->choose(time_all, kGemmCandidates, [gemm, &refine_ctx, &long_ctx, pause_ms] {
+  const auto search_start = std::chrono::steady_clock::now();
+  int pauses = 0;
+  g.algo = g.gemm->choose(time_all, kGemmCandidates, [gemm, &refine_ctx, &long_ctx, pause_ms, &pauses] {
     StreamFn op = [gemm](cudaStream_t s) { gemm->launch(s); };
     if (estimate_seconds(op) < kPowerBoundSeconds) return time_operator(op, refine_ctx).seconds.median;
     cool_down(pause_ms);
+    ++pauses;
     return time_operator(op, long_ctx).seconds.median;
   });
+  g.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count() -
+                     pauses * pause_ms * 1e-3;
   return g;
 }
 
@@ -249,6 +255,7 @@ class CublasLtGemmBackend : public Backend {
     record.details["full_size_check"] = sampled;
     record.details["workspace_limit_bytes"] = kGemmWorkspaceBytes;
     record.details["cooldown_before_record_ms"] = pause_ms;
+    record.details["search_seconds"] = g->search_seconds;
     record.details["heuristic_candidates"] = g->gemm->heuristic_candidates();
     record.details["algorithm_source"] = g->algo.candidate_rank < g->gemm->heuristic_candidates()
                                              ? "heuristic result"
