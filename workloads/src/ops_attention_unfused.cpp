@@ -52,23 +52,33 @@ OpInstance shrink(const OpInstance& full) {
   return s;
 }
 
+struct BatchedGemmDims {
+  double m, n, k, batch;
+};
+// A batched GEMM of `batch` products [m × k]·[k × n]; the operands hold a, b and c elements in all.
+Cost batched_gemm_cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels, BatchedGemmDims g,
+                       double a_elements, double b_elements, double c_elements) {
+  const double e = detail::element_bytes(inst);
+  const detail::GemmTrafficInput traffic{g.m, g.n, g.k, g.batch, e, e, e, false};
+  Cost c;
+  c.flops[std::string(precision_info(inst.precision).compute_class)] = 2.0 * g.batch * g.m * g.n * g.k;
+  c.compulsory_bytes = e * (a_elements + b_elements + c_elements);
+  c.bytes = detail::level_traffic(levels, [&](double inner) {
+    return std::max(c.compulsory_bytes, detail::gemm_traffic_bytes(traffic, inner));
+  });
+  return c;
+}
+
 class AttentionQkOp : public detail::CatalogueOp {
  public:
   AttentionQkOp()
       : CatalogueOp("attention_qk", "unfused attention scores S = Q·Kᵀ", base_params(true, false),
                     {"bf16", "fp16", "fp32"}) {}
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
-    const auto a = dims_of(inst);
-    const double e = detail::element_bytes(inst);
-    detail::GemmTrafficInput g{double(a.s), double(a.kv), double(a.d), double(a.b * a.h), e, e, e, false};
-    Cost c;
-    c.flops[std::string(precision_info(inst.precision).compute_class)] = 2.0 * a.b * a.h * a.s * a.kv * a.d;
-    c.compulsory_bytes = e * (double(a.b) * a.s * a.h * a.d + double(a.b) * a.kv * a.hkv * a.d +
-                              double(a.b) * a.h * a.s * a.kv);
-    c.bytes = detail::level_traffic(levels, [&](double inner) {
-      return std::max(c.compulsory_bytes, detail::gemm_traffic_bytes(g, inner));
-    });
-    return c;
+    const auto a = dims_of(inst);  // [s × d]·[d × kv] per (batch, head)
+    return batched_gemm_cost(inst, levels, {double(a.s), double(a.kv), double(a.d), double(a.b * a.h)},
+                             double(a.b) * a.s * a.h * a.d, double(a.b) * a.kv * a.hkv * a.d,
+                             double(a.b) * a.h * a.s * a.kv);
   }
   OpInstance check_instance(const OpInstance& full) const override { return shrink(full); }
   Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {
@@ -140,17 +150,10 @@ class AttentionPvOp : public detail::CatalogueOp {
       : CatalogueOp("attention_pv", "unfused attention output O = P·V", base_params(true, false),
                     {"bf16", "fp16", "fp32"}) {}
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
-    const auto a = dims_of(inst);
-    const double e = detail::element_bytes(inst);
-    detail::GemmTrafficInput g{double(a.s), double(a.d), double(a.kv), double(a.b * a.h), e, e, e, false};
-    Cost c;
-    c.flops[std::string(precision_info(inst.precision).compute_class)] = 2.0 * a.b * a.h * a.s * a.kv * a.d;
-    c.compulsory_bytes = e * (double(a.b) * a.h * a.s * a.kv + double(a.b) * a.kv * a.hkv * a.d +
-                              double(a.b) * a.s * a.h * a.d);
-    c.bytes = detail::level_traffic(levels, [&](double inner) {
-      return std::max(c.compulsory_bytes, detail::gemm_traffic_bytes(g, inner));
-    });
-    return c;
+    const auto a = dims_of(inst);  // [s × kv]·[kv × d] per (batch, head)
+    return batched_gemm_cost(inst, levels, {double(a.s), double(a.d), double(a.kv), double(a.b * a.h)},
+                             double(a.b) * a.h * a.s * a.kv, double(a.b) * a.kv * a.hkv * a.d,
+                             double(a.b) * a.s * a.h * a.d);
   }
   OpInstance check_instance(const OpInstance& full) const override { return shrink(full); }
   Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {
