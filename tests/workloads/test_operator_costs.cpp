@@ -83,6 +83,9 @@ TEST(OperatorCosts, UnfusedAttentionAndGla) {
   const Shape s{{"batch", 1}, {"seq", 8}, {"kv_seq", 16}, {"heads", 4}, {"kv_heads", 2}, {"head_dim", 32}};
   EXPECT_DOUBLE_EQ(flops(cost_of("attention_qk", s, "bf16"), "bf16"), 2.0 * 4 * 8 * 16 * 32);
   EXPECT_DOUBLE_EQ(flops(cost_of("attention_pv", s, "bf16"), "bf16"), 2.0 * 4 * 8 * 16 * 32);
+  // Q [1,8,4,32] + K [1,16,2,32] + S [1,4,8,16], and P + V [1,16,2,32] + O [1,8,4,32], 2 bytes each.
+  EXPECT_DOUBLE_EQ(cost_of("attention_qk", s, "bf16").compulsory_bytes, 2.0 * (1024 + 1024 + 512));
+  EXPECT_DOUBLE_EQ(cost_of("attention_pv", s, "bf16").compulsory_bytes, 2.0 * (512 + 1024 + 1024));
   const auto sm = cost_of("attention_softmax", {{"batch", 1}, {"seq", 8}, {"kv_seq", 16}, {"heads", 4}}, "bf16");
   EXPECT_DOUBLE_EQ(flops(sm, "fp32"), 5.0 * 4 * 8 * 16);
   EXPECT_DOUBLE_EQ(sm.compulsory_bytes, 2 * 2.0 * 4 * 8 * 16);
