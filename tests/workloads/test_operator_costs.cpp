@@ -62,6 +62,22 @@ TEST(OperatorCosts, GemmTrafficModel) {
   EXPECT_DOUBLE_EQ(c.bytes[3].bytes, c.compulsory_bytes);
 }
 
+TEST(OperatorCosts, GemmTrafficOnAGpuUsesTheTensorCoreTile) {
+  // H100-like levels: the innermost is shared memory, read by wgmma in 64 x 256 accumulator tiles:
+  // A once per 256 columns of C, B once per 64 rows. (A 16 x 16 register tile would put a
+  // compute-bound GEMM under a shared-memory roof it never meets.)
+  const std::vector<MemoryLevel> gpu{{"shared", 233472, 0, 1, 132}, {"L1", 262144, 128, 1, 132},
+                                     {"L2", 52428800, 128, 132, 1}, {"HBM", 85e9, 0, 132, 1}};
+  const double m = 2048, n = 12288, k = 4096;
+  auto c = cost_of("gemm", {{"m", 2048}, {"n", 12288}, {"k", 4096}}, "bf16", "fwd", gpu);
+  ASSERT_EQ(c.bytes[0].level, "shared");
+  EXPECT_DOUBLE_EQ(c.bytes[0].bytes, m * k * 2 * (n / 256) + k * n * 2 * (m / 64) + m * n * 2);
+  // Its intensity at shared memory (~51 FLOP/B) is far above the CPU tile's (~8 FLOP/B).
+  EXPECT_GT(2 * m * n * k / c.bytes[0].bytes, 40.0);
+  const auto cpu = cost_of("gemm", {{"m", 2048}, {"n", 12288}, {"k", 4096}}, "bf16", "fwd", kLevels);
+  EXPECT_LT(2 * m * n * k / cpu.bytes[0].bytes, 10.0);
+}
+
 TEST(OperatorCosts, AttentionCausalPairs) {
   // causal prefill, s = 4: 1+2+3+4 = 10 pairs per head.
   auto c = cost_of("attention_prefill", {{"batch", 2}, {"seq", 4}, {"heads", 8}, {"kv_heads", 2}, {"head_dim", 64}}, "bf16");

@@ -47,12 +47,20 @@ double gemm_compulsory_bytes(const GemmTrafficInput& g) {
   return g.batch * (g.m * g.k * g.a_bytes + g.k * g.n * g.b_bytes + g.m * g.n * g.c_bytes * (g.c_read ? 2 : 1));
 }
 
-// Innermost level: a register tile of 16 x 16 accumulators; A is loaded once per 16 columns of C,
-// B once per 16 rows. Outer levels: an (bm x bn) block of C accumulators (4 B each) lives in the
+GemmTrafficInput with_device_tile(GemmTrafficInput g, const std::vector<MemoryLevel>& levels) {
+  if (!levels.empty() && levels.front().name == "shared") {
+    g.tile_m = 64;
+    g.tile_n = 256;
+  }
+  return g;
+}
+
+// Innermost level: a tile of tile_m x tile_n accumulators; A is loaded once per tile_n columns of C,
+// B once per tile_m rows. Outer levels: an (bm x bn) block of C accumulators (4 B each) lives in the
 // inner level; A is re-read once per column block, B once per row block. Never below compulsory.
 double gemm_traffic_bytes(const GemmTrafficInput& g, double inner_capacity_bytes) {
   const double compulsory = gemm_compulsory_bytes(g);
-  double bm = 16, bn = 16;
+  double bm = std::min(g.m, g.tile_m), bn = std::min(g.n, g.tile_n);
   if (inner_capacity_bytes > 0) {
     const double working_set = compulsory / g.batch;
     if (working_set <= inner_capacity_bytes) return compulsory;
@@ -66,7 +74,8 @@ double gemm_traffic_bytes(const GemmTrafficInput& g, double inner_capacity_bytes
 }
 
 std::vector<LevelBytes> gemm_traffic(const std::vector<MemoryLevel>& levels, const GemmTrafficInput& g) {
-  return level_traffic(levels, [&](double inner) { return gemm_traffic_bytes(g, inner); });
+  const GemmTrafficInput tiled = with_device_tile(g, levels);
+  return level_traffic(levels, [&](double inner) { return gemm_traffic_bytes(tiled, inner); });
 }
 
 std::size_t element_count(const std::vector<std::int64_t>& dims) {

@@ -58,7 +58,13 @@ struct GemmTrafficInput {
   double m = 0, n = 0, k = 0, batch = 1;
   double a_bytes = 2, b_bytes = 2, c_bytes = 2;  // per element
   bool c_read = false;                             // accumulate into C
+  // Innermost accumulator tile: A is re-read once per tile_n columns of C, B once per tile_m rows.
+  // 16 x 16 registers on CPUs; with_device_tile() sets the GPU's tensor-core tile.
+  double tile_m = 16, tile_n = 16;
 };
+// On a GPU (innermost level "shared") the operands of the tensor cores come from shared memory
+// per warpgroup MMA of 64 x 256 accumulators (Hopper wgmma m64n256); elsewhere the tile is kept.
+GemmTrafficInput with_device_tile(GemmTrafficInput g, const std::vector<MemoryLevel>& levels);
 double gemm_compulsory_bytes(const GemmTrafficInput& g);
 double gemm_traffic_bytes(const GemmTrafficInput& g, double inner_capacity_bytes);
 std::vector<LevelBytes> gemm_traffic(const std::vector<MemoryLevel>& levels, const GemmTrafficInput& g);

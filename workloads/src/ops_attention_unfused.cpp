@@ -59,7 +59,8 @@ struct BatchedGemmDims {
 Cost batched_gemm_cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels, BatchedGemmDims g,
                        double a_elements, double b_elements, double c_elements) {
   const double e = detail::element_bytes(inst);
-  const detail::GemmTrafficInput traffic{g.m, g.n, g.k, g.batch, e, e, e, false};
+  const detail::GemmTrafficInput traffic =
+      detail::with_device_tile({g.m, g.n, g.k, g.batch, e, e, e, false}, levels);
   Cost c;
   c.flops[std::string(precision_info(inst.precision).compute_class)] = 2.0 * g.batch * g.m * g.n * g.k;
   c.compulsory_bytes = e * (a_elements + b_elements + c_elements);
