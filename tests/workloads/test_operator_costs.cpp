@@ -76,6 +76,9 @@ TEST(OperatorCosts, GemmTrafficOnAGpuUsesTheTensorCoreTile) {
   EXPECT_GT(2 * m * n * k / c.bytes[0].bytes, 40.0);
   const auto cpu = cost_of("gemm", {{"m", 2048}, {"n", 12288}, {"k", 4096}}, "bf16", "fwd", kLevels);
   EXPECT_LT(2 * m * n * k / cpu.bytes[0].bytes, 10.0);
+  // L1 and L2 see the cluster's 256 x 256 block of register-resident accumulators.
+  ASSERT_EQ(c.bytes[2].level, "L2");
+  EXPECT_DOUBLE_EQ(c.bytes[2].bytes, m * k * 2 * (n / 256) + k * n * 2 * (m / 256) + m * n * 2);
 }
 
 TEST(OperatorCosts, AttentionCausalPairs) {

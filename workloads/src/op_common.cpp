@@ -51,6 +51,8 @@ GemmTrafficInput with_device_tile(GemmTrafficInput g, const std::vector<MemoryLe
   if (!levels.empty() && levels.front().name == "shared") {
     g.tile_m = 64;
     g.tile_n = 256;
+    g.min_block_m = 256;
+    g.min_block_n = 256;
   }
   return g;
 }
@@ -66,6 +68,8 @@ double gemm_traffic_bytes(const GemmTrafficInput& g, double inner_capacity_bytes
     if (working_set <= inner_capacity_bytes) return compulsory;
     bm = std::min(g.m, std::max(1.0, std::floor(std::sqrt(inner_capacity_bytes / 4.0))));
     bn = std::min(g.n, std::max(1.0, std::floor(inner_capacity_bytes / 4.0 / bm)));
+    bm = std::max(bm, std::min(g.m, g.min_block_m));
+    bn = std::max(bn, std::min(g.n, g.min_block_n));
   }
   const double a = g.m * g.k * g.a_bytes * std::ceil(g.n / bn);
   const double b = g.k * g.n * g.b_bytes * std::ceil(g.m / bm);

@@ -61,9 +61,13 @@ struct GemmTrafficInput {
   // Innermost accumulator tile: A is re-read once per tile_n columns of C, B once per tile_m rows.
   // 16 x 16 registers on CPUs; with_device_tile() sets the GPU's tensor-core tile.
   double tile_m = 16, tile_n = 16;
+  // Smallest C block an outer level sees (0: none). On GPUs the fp32 accumulators of a 2-CTA
+  // cluster (128 x 256 per SM, operands multicast by TMA) stay in registers: 256 x 256.
+  double min_block_m = 0, min_block_n = 0;
 };
 // On a GPU (innermost level "shared") the operands of the tensor cores come from shared memory
-// per warpgroup MMA of 64 x 256 accumulators (Hopper wgmma m64n256); elsewhere the tile is kept.
+// per warpgroup MMA of 64 x 256 accumulators (Hopper wgmma m64n256), and the outer levels see at
+// least a 256 x 256 block of C per cluster; elsewhere the CPU tile is kept.
 GemmTrafficInput with_device_tile(GemmTrafficInput g, const std::vector<MemoryLevel>& levels);
 double gemm_compulsory_bytes(const GemmTrafficInput& g);
 double gemm_traffic_bytes(const GemmTrafficInput& g, double inner_capacity_bytes);
