@@ -82,6 +82,9 @@ TEST(CpuKernels, ExactQuantizersAgreeWithTheFp64Definition) {
     const auto r = profile_instance(inst, ctx, {});
     EXPECT_LT(r.check.error, 1e-3) << p;  // same grid, same rounding: (almost) bit-exact
   }
+  // 544 columns: two groups of 16 blocks (AVX-512: all their maxima at once) and a tail of 2 blocks.
+  OpInstance wide = normalize_instance(q, {"quantize", "", "fwd", {{"rows", 8}, {"cols", 544}}, "nvfp4", 1});
+  EXPECT_LT(profile_instance(wide, ctx, {}).check.error, 1e-3);
 }
 
 TEST(CpuKernels, CollectivesAreListedAsNoBackend) {

@@ -25,17 +25,19 @@ void swiglu_fwd(const float* g, const float* u, float* o, std::int64_t n);
 void swiglu_fwd(const bf16* g, const bf16* u, bf16* o, std::int64_t n);
 void swiglu_bwd(const float* g, const float* u, const float* dy, float* dg, float* du, std::int64_t n);
 void swiglu_bwd(const bf16* g, const bf16* u, const bf16* dy, bf16* dg, bf16* du, std::int64_t n);
-// RMSNorm of one row (eps 1e-5); the backward adds this row's share of dw into dw and, with
-// `more`, prefetches the next row of x and dy (n further on).
-void rmsnorm_fwd(const float* x, const float* w, float* y, std::int64_t n);
-void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, std::int64_t n);
+// RMSNorm of one row (eps 1e-5); the backward adds this row's share of dw into dw. With `more`,
+// both prefetch the next row of x (and dy), n further on, during their second pass: it runs from
+// L1, and DRAM would otherwise idle meanwhile (prefetching during the first pass too was slower).
+void rmsnorm_fwd(const float* x, const float* w, float* y, std::int64_t n, bool more);
+void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, std::int64_t n, bool more);
 void rmsnorm_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, std::int64_t n, bool more);
 void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t n, bool more);
 // RoPE of one token's `heads` heads of d (d/2 % 16 == 0): y = x·cos ± rotate(x)·sin (sin signed).
 void rope_token(const float* x, float* y, const float* cos, const float* sin, std::int64_t heads, std::int64_t d);
 void rope_token(const bf16* x, bf16* y, const float* cos, const float* sin, std::int64_t heads, std::int64_t d);
-// memcpy whose destination is streamed past the caches.
-void copy_stream(void* dst, const void* src, std::size_t bytes);
+// memcpy whose destination is streamed past the caches; `next` (or null): the source of the next
+// copy (a gather's next row, which the hardware prefetcher cannot guess), prefetched meanwhile.
+void copy_stream(void* dst, const void* src, std::size_t bytes, const void* next = nullptr);
 // y = a + b over n elements.
 void add(const float* a, const float* b, float* y, std::int64_t n);
 void add(const bf16* a, const bf16* b, bf16* y, std::int64_t n);
@@ -56,6 +58,16 @@ void attention_decode(const DecodeArgs& a, std::int64_t b, std::int64_t h0, std:
 // already applied).
 void dequantize_fp4(const std::uint8_t* codes, const std::uint8_t* scales, const float* scale_lut, bf16* out,
                     std::int64_t r0, std::int64_t r1, std::int64_t cols, std::int64_t bc, std::int64_t br);
+
+// AdamW on parameters [lo, hi): m, v, p updated in place, `copy` = the new p in the storage type.
+// c1, c2: the bias corrections 1 / (1 − β^step).
+struct AdamwConsts {
+  float b1, b2, lr, eps, wd, c1, c2;
+};
+void adamw_step(const AdamwConsts& k, float* p, float* m, float* v, const float* g, float* copy, std::int64_t lo,
+                std::int64_t hi);
+void adamw_step(const AdamwConsts& k, float* p, float* m, float* v, const bf16* g, bf16* copy, std::int64_t lo,
+                std::int64_t hi);
 
 // max |x| over n bf16 values.
 float abs_max(const bf16* x, std::int64_t n);

@@ -38,6 +38,7 @@ class Buffer {
   std::size_t bytes() const { return bytes_; }
 
  private:
+  void* base_ = nullptr;  // what aligned_alloc returned (ptr_ may start further on)
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };

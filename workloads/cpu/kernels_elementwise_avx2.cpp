@@ -38,7 +38,7 @@ class RmsNormKernel : public Kernel {
       T* y = outputs[0].as<T>();
       parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
         if (avx512::available()) {
-          for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_fwd(x + r * h_, w, y + r * h_, h_);
+          for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_fwd(x + r * h_, w, y + r * h_, h_, r + 1 < e);
           return;
         }
         for (std::int64_t r = b; r < e; ++r) {

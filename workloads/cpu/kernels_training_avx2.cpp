@@ -45,7 +45,8 @@ class EmbeddingKernel : public Kernel {
       parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
         for (std::int64_t r = b; r < e; ++r) {
           const T* src = table + std::int64_t(ids[r]) * h_;
-          if (simd) avx512::copy_stream(y + r * h_, src, std::size_t(h_) * sizeof(T));
+          const T* next = r + 1 < e ? table + std::int64_t(ids[r + 1]) * h_ : nullptr;
+          if (simd) avx512::copy_stream(y + r * h_, src, std::size_t(h_) * sizeof(T), next);
           else std::memcpy(y + r * h_, src, std::size_t(h_) * sizeof(T));
         }
         if (simd) _mm_sfence();
@@ -142,6 +143,14 @@ class AdamwKernel : public Kernel {
     // Pointers copied into the lambda: captured by reference, stores to m/v could alias them and
     // the loop would not vectorize. sqrt goes through _mm256_sqrt_ps: std::sqrt may set errno, which
     // keeps the compiler from vectorizing a loop around it.
+    if (avx512::available()) {  // chunks of whole 64-byte lines: the copy's streaming stores stay aligned
+      const avx512::AdamwConsts k{b1, b2, lr, eps, wd, c1, c2};
+      const std::int64_t n = n_;
+      parallel_for((n + 31) / 32, [=](std::int64_t lo, std::int64_t hi, int) {
+        avx512::adamw_step(k, p, m, v, g, copy, lo * 32, std::min(n, hi * 32));
+      }, 512);
+      return;
+    }
     parallel_for(n_, [=](std::int64_t lo, std::int64_t hi, int) {
       alignas(32) float den[256];
       for (std::int64_t b0 = lo; b0 < hi; b0 += 256) {
