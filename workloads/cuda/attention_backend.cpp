@@ -174,17 +174,12 @@ class AttentionGemmBackend : public Backend {
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();
     nlohmann::json algo;
-    try {
+    recording_failures(record, [&] {
       check_and_time(inst, ctx, [&](const OpInstance& in, DeviceProblem& d) {
         return bind_piece(in, d, d.checking() ? false : time_all_candidates(ctx.algo), d.checking() ? nullptr : &algo);
       }, record);
       record.details["algorithm"] = algo;
-    } catch (const DeviceUnavailable&) {
-      throw;
-    } catch (const InputError& e) {
-      record.status = RecordStatus::Failed;
-      record.note = e.what();
-    }
+    });
   }
 };
 
@@ -197,14 +192,9 @@ class UnfusedAttentionBackend : public Backend {
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();
-    try {
+    recording_failures(record, [&] {
       run(inst, ctx, record);
-    } catch (const DeviceUnavailable&) {
-      throw;
-    } catch (const InputError& e) {
-      record.status = RecordStatus::Failed;
-      record.note = e.what();
-    }
+    });
   }
 
  private:

@@ -7,6 +7,7 @@
 
 #include "cuda_util.hpp"
 #include "op_timer.hpp"
+#include "rafter/collector/error.hpp"
 #include "rafter/workloads/operator.hpp"
 
 namespace rafter::workloads::cuda {
@@ -53,5 +54,19 @@ void check_on_device(const OpInstance& inst, const ExecContext& ctx, const BindF
 // `after_timing` runs while the full-size tensors are still alive (e.g. to time pieces).
 void check_and_time(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record,
                     const std::function<void()>& after_timing = {});
+
+// Runs a backend's work for one record: a CUDA or cuBLASLt error (InputError) marks the record
+// Failed with its message, so that the rest of a suite still runs; a missing GPU ends the command.
+template <class Body>
+void recording_failures(OperatorRecord& record, Body&& body) {
+  try {
+    body();
+  } catch (const DeviceUnavailable&) {
+    throw;
+  } catch (const InputError& e) {
+    record.status = RecordStatus::Failed;
+    record.note = e.what();
+  }
+}
 
 }  // namespace rafter::workloads::cuda

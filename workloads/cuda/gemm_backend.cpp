@@ -210,14 +210,9 @@ class CublasLtGemmBackend : public Backend {
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();
-    try {
+    recording_failures(record, [&] {
       run(inst, ctx, record);
-    } catch (const DeviceUnavailable&) {
-      throw;
-    } catch (const InputError& e) {
-      record.status = RecordStatus::Failed;
-      record.note = e.what();
-    }
+    });
   }
 
  private:

@@ -135,15 +135,10 @@ class CudaNativeBackend : public Backend {
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();
-    try {
+    recording_failures(record, [&] {
       check_and_time(inst, ctx, binds().find(inst.op)->second, record);
       record.details["kernels"] = "rafter CUDA (BF16 storage, FP32 math, 16-byte accesses)";
-    } catch (const DeviceUnavailable&) {
-      throw;
-    } catch (const InputError& e) {
-      record.status = RecordStatus::Failed;
-      record.note = e.what();
-    }
+    });
   }
 };
 
