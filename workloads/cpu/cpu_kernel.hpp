@@ -2,6 +2,7 @@
 // a pinned thread pool (hwloc), a kernel interface bound to one operator instance, and the
 // registry through which kernel files declare what they run. Private to workloads/cpu.
 #pragma once
+#include <type_traits>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -23,6 +24,9 @@ enum class DType { F64, F32, BF16, S32, U8 };
 std::size_t dtype_bytes(DType t);
 // Storage dtype of an activation precision ("fp32" → F32, "bf16" → BF16); throws otherwise.
 DType activation_dtype(std::string_view precision);
+// Storage dtype of a kernel's element type (float or the bf16 storage type).
+template <class T>
+constexpr DType dtype_of() { return std::is_same_v<T, float> ? DType::F32 : DType::BF16; }
 
 // 64-byte aligned storage, first touched by the pool's threads (pages land where they are used).
 class Buffer {

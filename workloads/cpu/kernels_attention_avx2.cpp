@@ -14,9 +14,6 @@ namespace rafter::workloads::cpu {
 namespace {
 
 using detail::AttentionDims;
-template <class T>
-constexpr DType dtype_of() { return std::is_same_v<T, float> ? DType::F32 : DType::BF16; }
-
 AttentionDims dims(const OpInstance& inst) {
   if (inst.op == "attention_decode")
     return {shape_value(inst, "batch"), 1, shape_value(inst, "kv_len"), shape_value(inst, "heads"),

@@ -15,9 +15,6 @@ namespace rafter::workloads::cpu {
 namespace {
 
 template <class T>
-constexpr DType dtype_of() { return std::is_same_v<T, float> ? DType::F32 : DType::BF16; }
-
-template <class T>
 class EmbeddingKernel : public Kernel {
  public:
   explicit EmbeddingKernel(const OpInstance& inst)
