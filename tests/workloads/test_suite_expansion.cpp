@@ -87,6 +87,14 @@ TEST(SuiteExpansion, TensorParallelAllReduces) {
   EXPECT_DOUBLE_EQ(link, 3 * 4 * (8 * 64 * 2.0) * 2 * (2 - 1) / 2.0);
   EXPECT_EQ(find(ops, "layer.attn.qkv_proj", "fwd")[0].shape.at("n"), (2 + 2 * 1) * 16);
   EXPECT_EQ(find(ops, "layer.mlp.swiglu", "fwd")[0].shape.at("ffn"), 64);
+  // Vocab-parallel embedding: each rank holds 100/2 rows; the partial rows are summed by one
+  // all-reduce of [tokens, hidden] in the forward pass, none in the backward pass.
+  for (const char* phase : {"fwd", "bwd"}) EXPECT_EQ(find(ops, "embedding", phase).at(0).shape.at("vocab"), 50);
+  const auto emb_ar = find(ops, "embedding.tp_all_reduce", "fwd");
+  ASSERT_EQ(emb_ar.size(), 1u);
+  EXPECT_EQ(emb_ar[0].count, 1);
+  EXPECT_EQ(emb_ar[0].shape.at("elements"), 8 * 64);
+  EXPECT_TRUE(find(ops, "embedding.tp_all_reduce", "bwd").empty());
   c.tp = 3;
   EXPECT_THROW(expand_suite(c, tiny_model(), load_recipe("bf16")), InputError);
   c.tp = 4;  // divides heads (4) but not kv_heads (2)

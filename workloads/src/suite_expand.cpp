@@ -1,8 +1,9 @@
 // Expansion of a model suite into the operators of one step (see suite.hpp). Megatron-style TP:
 // QKV / gate_up column-parallel, o_proj / down row-parallel, one all-reduce of [tokens, hidden]
 // after each row-parallel GEMM in the forward pass and one after each column-parallel input
-// gradient in the backward pass; the head and the loss are vocab-parallel (three small fp32
-// all-reduces of [tokens] for max, sum and target logit). ZeRO over `dp` ranks: stage 0 all-reduces
+// gradient in the backward pass; the embedding is vocab-parallel (one all-reduce of [tokens,
+// hidden] in the forward pass), and so are the head and the loss (three small fp32 all-reduces of
+// [tokens] for max, sum and target logit). ZeRO over `dp` ranks: stage 0 all-reduces
 // the gradients; stages 1-2 reduce-scatter them and all-gather the updated BF16 weights; stage 3
 // all-gathers each layer's weights before its forward and its backward, and reduce-scatters its
 // gradients. Prefill computes logits for the last token of each sequence only.
@@ -131,8 +132,12 @@ void layers(const Ctx& c, bool quantized, double count) {
 
 void top(const Ctx& c) {
   const std::int64_t T = c.tokens, H = c.m.hidden, V = c.m.vocab / c.cfg.tp;
-  c.emit("embedding", "embedding", "fwd", {{"tokens", T}, {"hidden", H}, {"vocab", c.m.vocab}}, c.r.elementwise, 1);
-  if (c.train) c.emit("embedding", "embedding", "bwd", {{"tokens", T}, {"hidden", H}, {"vocab", c.m.vocab}}, c.r.elementwise, 1);
+  // Vocab-parallel embedding (Megatron): each rank gathers from its V/tp rows (ids outside the
+  // shard give zero rows) and one all-reduce of [tokens, hidden] sums the partial rows; its
+  // backward is the identity, so the backward scatter-adds dy into the shard without a collective.
+  c.emit("embedding", "embedding", "fwd", {{"tokens", T}, {"hidden", H}, {"vocab", V}}, c.r.elementwise, 1);
+  tp_all_reduce(c, "embedding.tp_all_reduce", "fwd", 1);
+  if (c.train) c.emit("embedding", "embedding", "bwd", {{"tokens", T}, {"hidden", H}, {"vocab", V}}, c.r.elementwise, 1);
   const std::int64_t head_rows = c.cfg.phase == "prefill" ? c.cfg.batch : T;
   Ctx head = c;
   head.tokens = head_rows;
