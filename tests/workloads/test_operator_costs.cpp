@@ -113,6 +113,41 @@ TEST(OperatorCosts, UnfusedAttentionAndGla) {
   EXPECT_DOUBLE_EQ(g.compulsory_bytes, 2.0 * 128 * 2 * (3 * 16 + 2 * 32));
 }
 
+TEST(OperatorCosts, GlaBackwardAndDecode) {
+  // bwd, b=1 h=2 s=128 C=64 dk=16 dv=32: 2 heads x 2 chunks of 6C²dk + 4C²dv + 10C·dk·dv (the
+  // gradient products plus recomputed scores and states); fp32 8·b·h·s·dk; reads q, k, v, g, dO
+  // (3·16 + 2·32 per token and head) and writes dq, dk, dv, dg (3·16 + 32), bf16.
+  const Shape s{{"batch", 1},       {"seq", 128},       {"heads", 2},
+                {"head_dim_k", 16}, {"head_dim_v", 32}, {"chunk", 64}};
+  const auto g = cost_of("gla_chunked", s, "bf16", "bwd");
+  EXPECT_DOUBLE_EQ(flops(g, "bf16"), 4 * (6.0 * 64 * 64 * 16 + 4.0 * 64 * 64 * 32 + 10.0 * 64 * 16 * 32));
+  EXPECT_DOUBLE_EQ(flops(g, "fp32"), 8.0 * 2 * 128 * 16);
+  EXPECT_DOUBLE_EQ(g.compulsory_bytes, 2.0 * 128 * 2 * ((3 * 16 + 2 * 32) + (3 * 16 + 32)));
+  // Traffic: a chunk's working set (state and its gradient 2·2 KiB, 2 passes of 64 rows of
+  // 3·16 + 2·32 fp32, the 64x64 scores: 76 KiB) and one head's inputs (2·128·112 = 28 KiB) miss
+  // half of L1 (16 KiB), so L1 and L2 also see the state and its gradient per chunk
+  // (2·2 heads·2 chunks·2·2 KiB) and the second walk's re-read of the inputs (2 heads·28 KiB);
+  // half of L2 (512 KiB) holds both: L3 and DRAM move the compulsory bytes.
+  const auto gl = cost_of("gla_chunked", s, "bf16", "bwd", kLevels);
+  const double extra = 2 * 2 * 2 * 2 * 2048.0 + 2 * 2.0 * 128 * 112;
+  EXPECT_DOUBLE_EQ(gl.bytes[0].bytes, g.compulsory_bytes + extra);
+  EXPECT_DOUBLE_EQ(gl.bytes[1].bytes, g.compulsory_bytes + extra);
+  EXPECT_DOUBLE_EQ(gl.bytes[2].bytes, g.compulsory_bytes);
+  EXPECT_DOUBLE_EQ(gl.bytes[3].bytes, g.compulsory_bytes);
+  // decode: b=3 h=2 dk=16 dv=32: 5·dk·dv + dk fp32 per head; q, k, g (16) and v, o (32) in bf16,
+  // the fp32 state read and written.
+  const auto d =
+      cost_of("gla_decode", {{"batch", 3}, {"heads", 2}, {"head_dim_k", 16}, {"head_dim_v", 32}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(d, "fp32"), 6 * (5.0 * 16 * 32 + 16));
+  EXPECT_DOUBLE_EQ(flops(d, "bf16"), 0);
+  EXPECT_DOUBLE_EQ(d.compulsory_bytes, 6 * (2.0 * (3 * 16 + 2 * 32) + 2 * 4.0 * 16 * 32));
+  const auto d32 =
+      cost_of("gla_decode", {{"batch", 1}, {"heads", 1}, {"head_dim_k", 256}, {"head_dim_v", 512}}, "fp32",
+              "", kLevels);
+  EXPECT_DOUBLE_EQ(d32.compulsory_bytes, 4.0 * (3 * 256 + 2 * 512) + 8.0 * 256 * 512);
+  EXPECT_DOUBLE_EQ(d32.bytes.back().bytes, d32.compulsory_bytes);
+}
+
 TEST(OperatorCosts, MemoryBoundOperators) {
   const double t = 16, h = 256;
   auto c = cost_of("rmsnorm", {{"tokens", 16}, {"hidden", 256}}, "bf16");

@@ -209,8 +209,38 @@ TEST(SuiteExpansion, GlaModelExpands) {
   EXPECT_EQ(core[0].shape.at("head_dim_k"), 256);
   EXPECT_EQ(core[0].shape.at("head_dim_v"), 512);
   EXPECT_NEAR(load_model("gla-1.3b").parameters() / 1e9, 1.3, 0.15);
+}
+
+TEST(SuiteExpansion, GlaDecodeStepsTheRecurrentState) {
+  SuiteConfig c;
+  c.model = "gla-1.3b";
   c.phase = "decode";
-  EXPECT_THROW(expand_suite(c), InputError);
+  c.batch = 8;
+  c.kv_len = 2048;
+  const auto ops = expand_suite(c);
+  // One recurrent step per sequence and layer: 24 layers, 4 heads of dk 256, dv 512, batch 8.
+  const auto core = find(ops, "layer.gla.core", "fwd");
+  ASSERT_EQ(core.size(), 1u);
+  EXPECT_EQ(core[0].op, "gla_decode");
+  EXPECT_EQ(core[0].count, 24);
+  EXPECT_EQ(core[0].shape, (Shape{{"batch", 8}, {"heads", 4}, {"head_dim_k", 256}, {"head_dim_v", 512}}));
+  for (const auto& o : ops) EXPECT_NE(o.op, "gla_chunked");
+  // The projections run on tokens = batch: qkvg [8, 4·(2·256 + 2·512)] from hidden 2048.
+  const auto qkvg = find(ops, "layer.gla.qkvg_proj", "fwd");
+  ASSERT_EQ(qkvg.size(), 1u);
+  EXPECT_EQ(qkvg[0].shape.at("m"), 8);
+  EXPECT_EQ(qkvg[0].shape.at("n"), 4 * (2 * 256 + 2 * 512));
+  EXPECT_EQ(qkvg[0].shape.at("k"), 2048);
+  EXPECT_EQ(find(ops, "layer.gla.head_norm", "fwd")[0].shape.at("tokens"), 8 * 4);
+  EXPECT_EQ(find(ops, "lm_head", "fwd")[0].shape.at("m"), 8);
+  EXPECT_TRUE(find(ops, "layer.gla.core", "bwd").empty());
+  // The state replaces the KV cache: the context length changes nothing, nor a seq that is not a
+  // multiple of the chunk; with --tp 2 each rank steps 2 heads.
+  c.kv_len = 64;
+  c.seq = 100;
+  EXPECT_EQ(find(expand_suite(c), "layer.gla.core", "fwd")[0].shape, core[0].shape);
+  c.tp = 2;
+  EXPECT_EQ(find(expand_suite(c), "layer.gla.core", "fwd")[0].shape.at("heads"), 2);
 }
 
 TEST(SuiteExpansion, BadInputNamesTheProblem) {

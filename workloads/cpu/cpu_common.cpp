@@ -23,6 +23,7 @@ std::size_t dtype_bytes(DType t) {
     case DType::F64: return 8;
     case DType::F32: return 4;
     case DType::BF16: return 2;
+    case DType::F16: return 2;
     case DType::S32: return 4;
     case DType::U8: return 1;
   }
@@ -32,7 +33,8 @@ std::size_t dtype_bytes(DType t) {
 DType activation_dtype(std::string_view precision) {
   if (precision == "fp32") return DType::F32;
   if (precision == "bf16") return DType::BF16;
-  throw InputError(fmt::format("the CPU kernels store activations in fp32 or bf16, not {}", precision));
+  if (precision == "fp16") return DType::F16;
+  throw InputError(fmt::format("the CPU kernels store activations in fp32, bf16 or fp16, not {}", precision));
 }
 
 bool cpu_has_avx2() {
@@ -49,7 +51,9 @@ bool avx512::available() {
   return has;
 }
 
-bool is_activation_precision(const OpInstance& inst) { return inst.precision == "fp32" || inst.precision == "bf16"; }
+bool is_activation_precision(const OpInstance& inst) {
+  return inst.precision == "fp32" || inst.precision == "bf16" || inst.precision == "fp16";
+}
 
 Buffer::Buffer(std::size_t bytes) : bytes_(bytes) {
   // Large tensors on 2 MiB pages where the kernel gives them (transparent huge pages in `madvise`
@@ -104,6 +108,8 @@ void store(Tensor& t, std::size_t i, double v) {
     case DType::F64: t.as<double>()[i] = v; break;
     case DType::F32: t.as<float>()[i] = static_cast<float>(v); break;
     case DType::BF16: t.as<bf16>()[i] = numfmt::float_to_bf16(static_cast<float>(v)); break;
+    // via fp32: the double rounding (rare, one fp16 ulp at most) is far below fp16's tolerance.
+    case DType::F16: t.as<f16>()[i].bits = numfmt::float_to_fp16(static_cast<float>(v)); break;
     case DType::S32: t.as<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
     case DType::U8: t.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(v); break;
   }
@@ -140,6 +146,7 @@ std::vector<double> Tensor::to_double() const {
       case DType::F64: out[i] = as<double>()[i]; break;
       case DType::F32: out[i] = as<float>()[i]; break;
       case DType::BF16: out[i] = numfmt::bf16_to_float(as<bf16>()[i]); break;
+      case DType::F16: out[i] = numfmt::fp16_to_float(as<f16>()[i].bits); break;
       case DType::S32: {
         const auto v = as<std::int32_t>()[i];
         out[i] = v == std::numeric_limits<std::int32_t>::min() ? NAN : double(v);

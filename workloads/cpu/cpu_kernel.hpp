@@ -1,4 +1,4 @@
-// The CPU backend's building blocks: host tensors in their storage type (fp64, fp32, bf16, int),
+// The CPU backend's building blocks: host tensors in their storage type (fp64, fp32, bf16, fp16, int),
 // a pinned thread pool (hwloc), a kernel interface bound to one operator instance, and the
 // registry through which kernel files declare what they run. Private to workloads/cpu.
 #pragma once
@@ -19,14 +19,29 @@
 namespace rafter::workloads::cpu {
 
 using bf16 = std::uint16_t;
+// IEEE binary16 storage: a type of its own (not another uint16_t) so that ld/st and the kernels'
+// overloads tell it from bf16.
+struct f16 {
+  std::uint16_t bits;
+};
+static_assert(sizeof(f16) == 2 && alignof(f16) == 2);
 
-enum class DType { F64, F32, BF16, S32, U8 };
+enum class DType { F64, F32, BF16, F16, S32, U8 };
 std::size_t dtype_bytes(DType t);
-// Storage dtype of an activation precision ("fp32" → F32, "bf16" → BF16); throws otherwise.
+// Storage dtype of an activation precision ("fp32" → F32, "bf16" → BF16, "fp16" → F16); throws
+// otherwise.
 DType activation_dtype(std::string_view precision);
-// Storage dtype of a kernel's element type (float or the bf16 storage type).
+// Storage dtype of a kernel's element type (float, the bf16 or the f16 storage type).
 template <class T>
-constexpr DType dtype_of() { return std::is_same_v<T, float> ? DType::F32 : DType::BF16; }
+constexpr DType dtype_of() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>);
+  return std::is_same_v<T, float> ? DType::F32 : std::is_same_v<T, f16> ? DType::F16 : DType::BF16;
+}
+// Whether the hand-written AVX-512 row kernels (avx512_kernels.hpp) take this element type; fp16
+// runs the generic templated loops (conversions vectorized, ~4x the bf16 loops' time: fp16 rows
+// in those kernels, by AVX-512F's vcvtph2ps/vcvtps2ph, would close that gap).
+template <class T>
+inline constexpr bool has_avx512_rows = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
 
 // 64-byte aligned storage, first touched by the pool's threads (pages land where they are used).
 class Buffer {
@@ -112,7 +127,7 @@ void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::in
 // Items per thread for row-wise kernels so that a thread gets at least ~64 KiB of work.
 inline std::int64_t row_grain(std::int64_t row_elements) { return std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, row_elements)); }
 
-// Storage access: fp32 arithmetic on fp32 or bf16 storage.
+// Storage access: fp32 arithmetic on fp32, bf16 or fp16 storage.
 static inline float ld(const float* p, std::int64_t i) { return p[i]; }
 static inline float ld(const bf16* p, std::int64_t i) {
   const std::uint32_t u = static_cast<std::uint32_t>(p[i]) << 16;
@@ -127,6 +142,9 @@ static inline void st(bf16* p, std::int64_t i, float v) {  // round to nearest e
   u += 0x7fffu + ((u >> 16) & 1u);
   p[i] = static_cast<bf16>(u >> 16);
 }
+// fp16: exact widening; narrowing rounds to nearest even with subnormals, inf and NaN (formats.hpp).
+static inline float ld(const f16* p, std::int64_t i) { return numfmt::fp16_to_float(p[i].bits); }
+static inline void st(f16* p, std::int64_t i, float v) { p[i].bits = numfmt::float_to_fp16(v); }
 
 // exp for fp32 kernels: 2^n · p(r) with a degree-6 polynomial, relative error < 2e-7 for
 // x in [-87, 88]; below that it returns a tiny positive number (< 1e-28) instead of 0, above it
@@ -214,13 +232,16 @@ static inline float sum_exp(const T* x, std::int64_t n, float mx, float scale = 
 // The *_avx2.cpp kernel files are compiled for AVX2+FMA; they register only on CPUs that have it.
 bool cpu_has_avx2();
 
-// Dispatches a kernel template over fp32 / bf16 storage.
+// Dispatches a kernel template over fp32 / bf16 / fp16 storage.
 template <template <class> class K>
 std::unique_ptr<Kernel> make_typed(const OpInstance& inst) {
-  if (activation_dtype(inst.precision) == DType::F32) return std::make_unique<K<float>>(inst);
-  return std::make_unique<K<bf16>>(inst);
+  switch (activation_dtype(inst.precision)) {
+    case DType::F32: return std::make_unique<K<float>>(inst);
+    case DType::F16: return std::make_unique<K<f16>>(inst);
+    default: return std::make_unique<K<bf16>>(inst);
+  }
 }
-bool is_activation_precision(const OpInstance& inst);  // fp32 or bf16
+bool is_activation_precision(const OpInstance& inst);  // fp32, bf16 or fp16
 
 }  // namespace rafter::workloads::cpu
 

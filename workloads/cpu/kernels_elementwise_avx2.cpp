@@ -1,5 +1,5 @@
 // Native CPU kernels of the row-wise and element-wise operators: rmsnorm, swiglu, residual_add,
-// softmax, rope. fp32 arithmetic on fp32 or bf16 storage; rows split across the pinned pool; the
+// softmax, rope. fp32 arithmetic on fp32, bf16 or fp16 storage; rows split across the pinned pool; the
 // inner loops are plain and branch-free so that the compiler vectorizes them.
 // Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
@@ -34,9 +34,11 @@ class RmsNormKernel : public Kernel {
     if (!bwd_) {
       T* y = outputs[0].as<T>();
       parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
-        if (avx512::available()) {
-          for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_fwd(x + r * h_, w, y + r * h_, h_, r + 1 < e);
-          return;
+        if constexpr (has_avx512_rows<T>) {  // fp16: the generic loop below
+          if (avx512::available()) {
+            for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_fwd(x + r * h_, w, y + r * h_, h_, r + 1 < e);
+            return;
+          }
         }
         for (std::int64_t r = b; r < e; ++r) {
           const T* xr = x + r * h_;
@@ -53,9 +55,11 @@ class RmsNormKernel : public Kernel {
     std::vector<std::vector<float>> dw_part(std::size_t(threads), std::vector<float>(std::size_t(h_), 0.0f));
     parallel_for(t_, [&](std::int64_t b, std::int64_t e, int wk) {
       float* dw = dw_part[std::size_t(wk)].data();
-      if (avx512::available()) {
-        for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_bwd(x + r * h_, w, dy + r * h_, dx + r * h_, dw, h_, r + 1 < e);
-        return;
+      if constexpr (has_avx512_rows<T>) {
+        if (avx512::available()) {
+          for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_bwd(x + r * h_, w, dy + r * h_, dx + r * h_, dw, h_, r + 1 < e);
+          return;
+        }
       }
       for (std::int64_t r = b; r < e; ++r) {
         const T *xr = x + r * h_, *dyr = dy + r * h_;
@@ -110,10 +114,12 @@ class SwigluKernel : public Kernel {
     parallel_for(t_, [=](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t r = b; r < e; ++r) {
         const T *g = gu + r * 2 * f, *u = g + f;
-        if (simd) {
-          if (bwd) avx512::swiglu_bwd(g, u, dy + r * f, out + r * 2 * f, out + r * 2 * f + f, f);
-          else avx512::swiglu_fwd(g, u, out + r * f, f);
-          continue;
+        if constexpr (has_avx512_rows<T>) {  // fp16: the generic loops below
+          if (simd) {
+            if (bwd) avx512::swiglu_bwd(g, u, dy + r * f, out + r * 2 * f, out + r * 2 * f + f, f);
+            else avx512::swiglu_fwd(g, u, out + r * f, f);
+            continue;
+          }
         }
         if (!bwd) {
           T* o = out + r * f;
@@ -154,7 +160,8 @@ class ResidualKernel : public Kernel {
     const T *a = inputs[0].as<T>(), *b = inputs[1].as<T>();
     T* y = outputs[0].as<T>();
     parallel_for(n_, [&](std::int64_t lo, std::int64_t hi, int) {
-      if (avx512::available()) return avx512::add(a + lo, b + lo, y + lo, hi - lo);
+      if constexpr (has_avx512_rows<T>)  // fp16: the generic loop below
+        if (avx512::available()) return avx512::add(a + lo, b + lo, y + lo, hi - lo);
       for (std::int64_t i = lo; i < hi; ++i) st(y, i, ld(a, i) + ld(b, i));
     }, 16384);
   }
@@ -176,7 +183,8 @@ class SoftmaxKernel : public Kernel {
     // One exp per element: exps go to a row buffer (L1/L2) and are scaled on the way out.
     parallel_for(r_, [&](std::int64_t b, std::int64_t e, int) {
       std::vector<float> ex(static_cast<std::size_t>(c_));
-      if (avx512::available()) return avx512::softmax_rows(x + b * c_, y + b * c_, e - b, c_, ex.data());
+      if constexpr (has_avx512_rows<T>)  // fp16: the generic loop below
+        if (avx512::available()) return avx512::softmax_rows(x + b * c_, y + b * c_, e - b, c_, ex.data());
       for (std::int64_t r = b; r < e; ++r) {
         const T* xr = x + r * c_;
         const float mx = row_max(xr, c_);
@@ -220,13 +228,15 @@ class RopeKernel : public Kernel {
     const T* x = inputs[0].as<T>();
     T* y = outputs[0].as<T>();
     const std::int64_t half = d_ / 2;
-    const bool simd = avx512::available() && half % 16 == 0;
+    const bool simd = has_avx512_rows<T> && avx512::available() && half % 16 == 0;
     parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t r = b; r < e; ++r) {
         const float *c = &cos_[std::size_t((r % seq_) * half)], *s = &sin_[std::size_t((r % seq_) * half)];
-        if (simd) {
-          avx512::rope_token(x + r * h_ * d_, y + r * h_ * d_, c, s, h_, d_);
-          continue;
+        if constexpr (has_avx512_rows<T>) {  // fp16: the generic loop below
+          if (simd) {
+            avx512::rope_token(x + r * h_ * d_, y + r * h_ * d_, c, s, h_, d_);
+            continue;
+          }
         }
         for (std::int64_t hh = 0; hh < h_; ++hh) {
           const std::int64_t base = (r * h_ + hh) * d_;

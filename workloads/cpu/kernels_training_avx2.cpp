@@ -83,17 +83,19 @@ class CrossEntropyKernel : public Kernel {
       for (std::int64_t r = b; r < e; ++r) {
         const T* zr = z + r * v_;
         const std::int64_t label = labels[r];
-        if (avx512::available()) {
-          float mx = 0;
-          const float lse = avx512::logsumexp(zr, v_, &mx, r + 1 < e ? zr + v_ : nullptr);
-          if (!bwd_) {
-            outputs[0].as<float>()[r] = lse - ld(zr, label);
+        if constexpr (has_avx512_rows<T>) {  // fp16: the generic loop below
+          if (avx512::available()) {
+            float mx = 0;
+            const float lse = avx512::logsumexp(zr, v_, &mx, r + 1 < e ? zr + v_ : nullptr);
+            if (!bwd_) {
+              outputs[0].as<float>()[r] = lse - ld(zr, label);
+              continue;
+            }
+            T* d = outputs[0].as<T>() + r * v_;
+            avx512::scaled_exp(zr, d, v_, mx, std::exp(mx - lse));
+            st(d, label, ld(d, label) - 1.0f);
             continue;
           }
-          T* d = outputs[0].as<T>() + r * v_;
-          avx512::scaled_exp(zr, d, v_, mx, std::exp(mx - lse));
-          st(d, label, ld(d, label) - 1.0f);
-          continue;
         }
         const float mx = row_max(zr, v_), sum = sum_exp(zr, v_, mx);
         if (!bwd_) {
@@ -140,13 +142,15 @@ class AdamwKernel : public Kernel {
     // Pointers copied into the lambda: captured by reference, stores to m/v could alias them and
     // the loop would not vectorize. sqrt goes through _mm256_sqrt_ps: std::sqrt may set errno, which
     // keeps the compiler from vectorizing a loop around it.
-    if (avx512::available()) {  // chunks of whole 64-byte lines: the copy's streaming stores stay aligned
-      const avx512::AdamwConsts k{b1, b2, lr, eps, wd, c1, c2};
-      const std::int64_t n = n_;
-      parallel_for((n + 31) / 32, [=](std::int64_t lo, std::int64_t hi, int) {
-        avx512::adamw_step(k, p, m, v, g, copy, lo * 32, std::min(n, hi * 32));
-      }, 512);
-      return;
+    if constexpr (has_avx512_rows<T>) {  // fp16: the generic loop below
+      if (avx512::available()) {  // chunks of whole 64-byte lines: the copy's streaming stores stay aligned
+        const avx512::AdamwConsts k{b1, b2, lr, eps, wd, c1, c2};
+        const std::int64_t n = n_;
+        parallel_for((n + 31) / 32, [=](std::int64_t lo, std::int64_t hi, int) {
+          avx512::adamw_step(k, p, m, v, g, copy, lo * 32, std::min(n, hi * 32));
+        }, 512);
+        return;
+      }
     }
     parallel_for(n_, [=](std::int64_t lo, std::int64_t hi, int) {
       alignas(32) float den[256];

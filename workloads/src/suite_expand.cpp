@@ -104,10 +104,16 @@ void gla_mixer(const Ctx& c, bool quantized, double count) {
   // The low-rank forget-gate projection stays in BF16 (rank 16: too thin for block scaling).
   linear(c, "layer.gla.gk_down", m.gate_low_rank, m.hidden, false, count);
   linear(c, "layer.gla.gk_up", h * dk, m.gate_low_rank, false, count);
-  const Shape s{{"batch", c.cfg.batch}, {"seq", c.cfg.seq}, {"heads", h},
-                {"head_dim_k", dk}, {"head_dim_v", dv}, {"chunk", m.chunk}};
-  c.emit("gla_chunked", "layer.gla.core", "fwd", s, c.r.attention, count);
-  if (c.train) c.emit("gla_chunked", "layer.gla.core", "bwd", s, c.r.attention, count);
+  if (c.cfg.phase == "decode") {
+    // One recurrent step per sequence against its fp32 state: no KV cache, cost independent of kv_len.
+    c.emit("gla_decode", "layer.gla.core", "fwd", {{"batch", c.cfg.batch}, {"heads", h}, {"head_dim_k", dk}, {"head_dim_v", dv}},
+           c.r.attention, count);
+  } else {
+    const Shape s{{"batch", c.cfg.batch}, {"seq", c.cfg.seq}, {"heads", h},
+                  {"head_dim_k", dk}, {"head_dim_v", dv}, {"chunk", m.chunk}};
+    c.emit("gla_chunked", "layer.gla.core", "fwd", s, c.r.attention, count);
+    if (c.train) c.emit("gla_chunked", "layer.gla.core", "bwd", s, c.r.attention, count);
+  }
   elementwise(c, "rmsnorm", "layer.gla.head_norm", {{"tokens", T * h}, {"hidden", dv}}, count);
   elementwise(c, "swiglu", "layer.gla.output_gate", {{"tokens", T}, {"ffn", h * dv}}, count);
   linear(c, "layer.gla.o_proj", m.hidden, h * dv, quantized, count);
@@ -195,9 +201,7 @@ void check_config(const SuiteConfig& cfg, const ModelConfig& m) {
   divides(m.kv_heads, "kv_heads");
   divides(m.ffn, "ffn");
   divides(m.vocab, "vocab");
-  if (m.architecture == "gla" && cfg.phase == "decode")
-    throw InputError(fmt::format("{}: the decode phase of gated linear attention is not modelled yet", m.name));
-  if (m.architecture == "gla" && cfg.seq % m.chunk != 0)
+  if (m.architecture == "gla" && cfg.phase != "decode" && cfg.seq % m.chunk != 0)
     throw InputError(fmt::format("--seq {} is not a multiple of {}'s chunk ({})", cfg.seq, m.name, m.chunk));
 }
 

@@ -97,6 +97,56 @@ inline float bf16_to_float(std::uint16_t h) {
   return x;
 }
 
+// IEEE binary16 as raw 16 bits, bit-exact with x86 F16C (vcvtph2ps / vcvtps2ph with round to
+// nearest even): subnormals kept, overflow to inf, NaN stays NaN with its sign, quieted, top
+// payload bits kept. Branch-free integer code plus one exact float operation, so that loops over
+// it vectorize on any ISA; `static` because the CPU kernel files include this with different ISA
+// flags and must not share one out-of-line copy.
+namespace fp16_detail {
+static inline std::uint32_t all_if(bool c) { return 0u - static_cast<std::uint32_t>(c); }
+static inline std::uint32_t pick(std::uint32_t mask, std::uint32_t a, std::uint32_t b) { return (a & mask) | (b & ~mask); }
+static inline std::uint32_t bits_of(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+static inline float float_of(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+}  // namespace fp16_detail
+
+static inline float fp16_to_float(std::uint16_t h) {
+  using namespace fp16_detail;
+  // After M. Dukhan's FP16 library: exponent and mantissa moved to fp32's place with the exponent
+  // offset by 224, times 2^-112: normal values come out exact, inf/NaN go to exponent 255 (the
+  // product quiets a signalling NaN, as vcvtph2ps does). Subnormals: the 10 mantissa bits under
+  // 0.5's exponent, minus 0.5, is m·2^-24 exactly. No float operand is ever subnormal.
+  const std::uint32_t w = static_cast<std::uint32_t>(h) << 16, two_w = w + w;
+  const float normal = float_of((two_w >> 4) + (0xe0u << 23)) * 0x1.0p-112f;
+  const float subnormal = float_of((two_w >> 17) | (126u << 23)) - 0.5f;
+  // Masks, not a branch or `?:`: gcc would sink the float operations into a branch that then
+  // does not vectorize.
+  const std::uint32_t r = pick(all_if(two_w < (1u << 27)), bits_of(subnormal), bits_of(normal));
+  return float_of((w & 0x80000000u) | r);
+}
+
+static inline std::uint16_t float_to_fp16(float x) {
+  using namespace fp16_detail;
+  const std::uint32_t u = bits_of(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  // Normal: rebias (−112 in the exponent field) and round to nearest even by adding 0xfff plus
+  // the kept lsb; a carry out of the mantissa bumps the exponent (65520 and up become inf).
+  const std::uint32_t normal = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  // Subnormal (|x| < 2^-14): adding 0.5 puts the 2^-24 quantum at float's last place, and the
+  // float addition rounds to nearest even for us.
+  const std::uint32_t sub = bits_of(float_of(a) + 0.5f) - 0x3f000000u;
+  const std::uint32_t special = pick(all_if(a > 0x7f800000u), 0x7e00u | ((a >> 13) & 0x3ffu), 0x7c00u);
+  std::uint32_t r = pick(all_if(a < (113u << 23)), sub, normal);
+  r = pick(all_if(a >= (143u << 23)), special, r);  // |x| >= 65536 (or inf, NaN)
+  return static_cast<std::uint16_t>(r | sign);
+}
+
 // Block quantization parameters. NVFP4: E2M1 values, one E4M3 scale per 16 values, one FP32 scale
 // per tensor. MXFP4: E2M1 values, one E8M0 (power of two) scale per 32 values, no tensor scale.
 inline constexpr int kNvfp4Block = 16;
