@@ -31,6 +31,14 @@ template <class T>
 void scaled_exp_impl(const T* z, T* d, std::int64_t n, float mx, float scale) {
   const __m512 m = _mm512_set1_ps(mx), sc = _mm512_set1_ps(scale);
   std::int64_t i = 0;
+  if constexpr (std::is_same_v<T, bf16>) {  // bf16 out: exp2_16_bf16, 32 at a time as even/odd elements
+    const __m512 l2e = _mm512_set1_ps(kLog2e), ml2e = _mm512_set1_ps(-mx * kLog2e);
+    for (; i + 32 <= n; i += 32) {
+      const __m512i w = _mm512_loadu_si512(z + i);
+      store32_even_odd(d + i, _mm512_mul_ps(exp2_16_bf16(_mm512_fmadd_ps(bf16_even(w), l2e, ml2e)), sc),
+                       _mm512_mul_ps(exp2_16_bf16(_mm512_fmadd_ps(bf16_odd(w), l2e, ml2e)), sc));
+    }
+  }
   for (; i + 16 <= n; i += 16) store16(d + i, _mm512_mul_ps(exp16_nonpos(_mm512_sub_ps(load16(z + i), m)), sc), true);
   if (i < n) {
     const __mmask16 k = tail_mask(n - i);
@@ -48,10 +56,11 @@ static inline __m512 sigmoid16(__m512 g) {
 // the hardware prefetcher alone by ~10% here (measured 512–2048 elements; 512 best).
 constexpr std::int64_t kAhead = 512;
 static inline __m512 silu_times(__m512 g, __m512 u) { return _mm512_mul_ps(_mm512_mul_ps(g, sigmoid16(g)), u); }
-// The same for bf16 outputs: σ's reciprocal by vrcp14ps alone (relative error < 2^-14, far below
-// bf16's 2^-9 rounding) saves the Newton step; the two FP pipes bound this loop on one core.
+// The same for bf16 outputs: e^-g by exp2_16_bf16 and σ's reciprocal by vrcp14ps alone (relative
+// errors < 4e-6 and < 2^-14, far below bf16's 2^-9 rounding); the FP pipes bound this loop.
 static inline __m512 silu_times_bf16(__m512 g, __m512 u) {
-  const __m512 sig = _mm512_rcp14_ps(_mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+  const __m512 e = exp2_16_bf16(_mm512_mul_ps(g, _mm512_set1_ps(-kLog2e)));  // e^-g; inf for g < -88: σ = 0
+  const __m512 sig = _mm512_rcp14_ps(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
   return _mm512_mul_ps(_mm512_mul_ps(g, sig), u);
 }
 
