@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "../../workloads/cpu/avx512_kernels.hpp"
+#include "rafter/workloads/backend.hpp"
+#include "rafter/workloads/suite.hpp"
 
 using namespace rafter::workloads::cpu;
 
@@ -39,5 +41,22 @@ TEST(CpuRows, OnePassLogSumExpIsExactWhereverTheMaxIs) {
       SCOPED_TRACE("n=" + std::to_string(n) + " jump=" + std::to_string(jump));
       EXPECT_NEAR(got, want, 1e-5 * std::fabs(want) + 1e-5);
       EXPECT_EQ(double(got_mx), mx);
+    }
+}
+
+// RMSNorm backward in bf16 takes rows two at a time per thread (an odd count leaves one alone)
+// on rows of 32k values; its check against the FP64 reference must hold for odd and even blocks.
+TEST(CpuRows, RmsNormBackwardPairsOfRowsMatchTheReference) {
+  using namespace rafter::workloads;
+  ExecContext ctx;
+  ctx.device = "cpu";
+  ctx.policy = rafter::RepeatPolicy{0, 1, 1, 0.0, 0.0};
+  ctx.warm_cache = true;
+  const auto& op = OperatorRegistry::instance().get("rmsnorm");
+  for (const std::int64_t tokens : {1, 3, 5, 8})
+    for (const std::int64_t hidden : {96, 256}) {
+      const auto inst = normalize_instance(op, {"rmsnorm", "", "bwd", {{"tokens", tokens}, {"hidden", hidden}}, "bf16", 1});
+      const auto r = profile_instance(inst, ctx, {});
+      EXPECT_TRUE(r.check.passed) << tokens << "x" << hidden << ": error " << r.check.error;
     }
 }

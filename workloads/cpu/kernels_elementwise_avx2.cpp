@@ -57,6 +57,9 @@ class RmsNormKernel : public Kernel {
       float* dw = dw_part[std::size_t(wk)].data();
       if constexpr (has_avx512_rows<T>) {
         if (avx512::available()) {
+          if constexpr (std::is_same_v<T, bf16>) {
+            if (h_ % 32 == 0) return avx512::rmsnorm_bwd_rows(x + b * h_, w, dy + b * h_, dx + b * h_, dw, e - b, h_);
+          }
           for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_bwd(x + r * h_, w, dy + r * h_, dx + r * h_, dw, h_, r + 1 < e);
           return;
         }
