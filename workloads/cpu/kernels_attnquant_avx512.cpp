@@ -1,6 +1,7 @@
 // AVX-512 kernels of decode attention (vdpbf16ps scores over the bf16 KV cache, key-major score
 // buffer, softmax across heads, P·V four keys at a time) and FP4 block
-// dequantization (E2M1 decoded by one vpermps from a 16-entry table). See avx512_kernels.hpp.
+// dequantization (per block pair a 32-entry bf16 table of code × scale, one vpermw per 32
+// outputs). See avx512_kernels.hpp.
 #include <stdexcept>
 
 #include "avx512_kernels.hpp"
@@ -135,19 +136,27 @@ void dequantize_fp4(const std::uint8_t* codes, const std::uint8_t* scales, const
                     std::int64_t r0, std::int64_t r1, std::int64_t cols, std::int64_t bc, std::int64_t br) {
   const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f,
                                       -2.0f, -3.0f, -4.0f, -6.0f);
-  const __m128i low4 = _mm_set1_epi8(0x0f);
+  // Word indices of 32 values from 16 code bytes: byte i (zero-extended to dword i) holds the
+  // codes of values 2i (low nibble → word 2i) and 2i+1 (high nibble → word 2i+1, by a shift of
+  // 12); vpermw reads 5 index bits, so the bits above a nibble are don't-care, except bit 4,
+  // which picks the second 16-entry table (the second block) for values 16-31.
+  const __m512i second = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0x100010, 0x100010, 0x100010, 0x100010, 0x100010,
+                                           0x100010, 0x100010, 0x100010);
   const std::int64_t nb = cols / bc;
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::uint8_t* cr = codes + r * cols / 2;
     const std::uint8_t* sr = scales + (r / br) * nb;
     bf16* o = out + r * cols;
     for (std::int64_t c = 0; c < cols; c += 32) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + c / 2));
-      const __m128i lo = _mm_and_si128(bytes, low4), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
-      const __m512 v0 = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)), table);
-      const __m512 v1 = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi)), table);
-      store16(o + c, _mm512_mul_ps(v0, _mm512_set1_ps(scale_lut[sr[c / bc]])), true);
-      store16(o + c + 16, _mm512_mul_ps(v1, _mm512_set1_ps(scale_lut[sr[(c + 16) / bc]])), true);
+      // the 16 E2M1 values times each block's scale, rounded to bf16 once per block: a 32-entry
+      // table, then one vpermw per 32 outputs (the same products and rounding as per element)
+      const __m512i tab = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_mul_ps(table, _mm512_set1_ps(scale_lut[sr[(c + 16) / bc]])),
+                                                                         _mm512_mul_ps(table, _mm512_set1_ps(scale_lut[sr[c / bc]]))));
+      const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + c / 2)));
+      const __m512i idx = _mm512_or_si512(_mm512_ternarylogic_epi32(d, _mm512_slli_epi32(d, 12), _mm512_set1_epi32(0x0f), 0xe4), second);
+      const __m512i v = _mm512_permutexvar_epi16(idx, tab);
+      if ((reinterpret_cast<std::uintptr_t>(o + c) & 63) == 0) _mm512_stream_si512(reinterpret_cast<__m512i*>(o + c), v);
+      else _mm512_storeu_si512(o + c, v);
     }
   }
   _mm_sfence();
