@@ -1,6 +1,7 @@
 // fp16 on the CPU backend: the binary16 conversions of formats.hpp (exhaustive decode, encode
 // rounding to nearest even at every midpoint, overflow, subnormals, NaN; bit-exact with F16C where
-// the CPU has it) and that every operator declaring fp16 runs on the CPU in it.
+// the CPU has it), that every operator declaring fp16 runs on the CPU in it, and the AVX-512 row
+// functions on fp16 rows.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -10,6 +11,10 @@
 #include <cstring>
 #include <limits>
 
+#include <random>
+#include <vector>
+
+#include "../../workloads/cpu/avx512_kernels.hpp"
 #include "rafter/workloads/backend.hpp"
 #include "rafter/workloads/formats.hpp"
 #include "rafter/workloads/precision.hpp"
@@ -158,4 +163,54 @@ TEST(CpuFp16, ToleranceSitsAboveFp16RoundingAndBelowBf16) {
   const double tol = check_tolerance("rmsnorm", "fp16", false);
   EXPECT_GT(tol, 2 * u);
   EXPECT_LT(tol, check_tolerance("rmsnorm", "bf16", false));
+}
+
+// The AVX-512 row functions on fp16 (vcvtph2ps/vcvtps2ph), at lengths with and without a masked
+// tail: add rounds exactly as the scalar st(ld + ld); RMSNorm, softmax and the log-sum-exp's max
+// agree with FP64; nothing is written past the row (the word after it keeps its sentinel).
+TEST(CpuFp16, Avx512RowFunctionsMatchTheScalarPathAtEveryTail) {
+  using namespace rafter::workloads::cpu;
+  if (!avx512::available()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  const std::uint16_t sentinel = 0x7e55;  // a NaN no kernel produces
+  for (const std::int64_t n : {1, 15, 16, 17, 63, 64, 65, 200, 1000}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const auto sz = static_cast<std::size_t>(n);
+    std::vector<f16> a(sz), b(sz), w(sz), y(sz + 1, f16{sentinel});
+    for (std::size_t i = 0; i < sz; ++i) {
+      st(a.data(), std::int64_t(i), dist(rng));
+      st(b.data(), std::int64_t(i), dist(rng));
+      st(w.data(), std::int64_t(i), 0.5f + 0.25f * dist(rng));
+    }
+    avx512::add(a.data(), b.data(), y.data(), n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      f16 want;
+      st(&want, 0, ld(a.data(), i) + ld(b.data(), i));
+      ASSERT_EQ(y[std::size_t(i)].bits, want.bits) << i;
+    }
+    EXPECT_EQ(y[sz].bits, sentinel);
+    double ss = 0, mx = -INFINITY, se = 0;
+    for (std::int64_t i = 0; i < n; ++i) ss += double(ld(a.data(), i)) * ld(a.data(), i);
+    for (std::int64_t i = 0; i < n; ++i) mx = std::max(mx, double(ld(a.data(), i)));
+    for (std::int64_t i = 0; i < n; ++i) se += std::exp(double(ld(a.data(), i)) - mx);
+    const double rs = 1.0 / std::sqrt(ss / double(n) + 1e-5);
+    avx512::rmsnorm_fwd(a.data(), w.data(), y.data(), n, false);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double want = double(ld(a.data(), i)) * rs * ld(w.data(), i);
+      ASSERT_NEAR(ld(y.data(), i), want, 2e-3 * std::fabs(want) + 1e-6) << i;
+    }
+    EXPECT_EQ(y[sz].bits, sentinel);
+    std::vector<float> scratch(sz);
+    avx512::softmax_rows(a.data(), y.data(), 1, n, scratch.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double want = std::exp(double(ld(a.data(), i)) - mx) / se;
+      ASSERT_NEAR(ld(y.data(), i), want, 2e-3 * want + 1e-7) << i;
+    }
+    EXPECT_EQ(y[sz].bits, sentinel);
+    float got_mx = 0;
+    const float lse = avx512::logsumexp(a.data(), n, &got_mx, nullptr);
+    EXPECT_EQ(double(got_mx), mx);
+    EXPECT_NEAR(lse, std::log(se) + mx, 1e-5 * std::fabs(std::log(se) + mx) + 1e-5);
+  }
 }

@@ -44,6 +44,32 @@ TEST(CpuRows, OnePassLogSumExpIsExactWhereverTheMaxIs) {
     }
 }
 
+TEST(CpuRows, OnePassSoftmaxIsExactWhereverTheMaxIs) {
+  if (!avx512::available()) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-5.0f, 5.0f);
+  const std::int64_t rows = 3;
+  for (const std::int64_t n : {64, 1000, 4104})
+    for (const float jump : {0.0f, 59.0f, 61.0f, 150.0f}) {
+      std::vector<bf16> x(static_cast<std::size_t>(rows * n)), y(x.size());
+      std::vector<float> scratch(static_cast<std::size_t>(n + 16));
+      for (auto& v : x) v = to_bf16(u(rng));
+      x[static_cast<std::size_t>(n + n - 3)] = to_bf16(5.0f + jump);  // row 1's max, in its tail
+      avx512::softmax_rows(x.data(), y.data(), rows, n, scratch.data());
+      double worst = 0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        double mx = -INFINITY, s = 0;
+        for (std::int64_t i = 0; i < n; ++i) mx = std::max(mx, double(ld(x.data(), r * n + i)));
+        for (std::int64_t i = 0; i < n; ++i) s += std::exp(double(ld(x.data(), r * n + i)) - mx);
+        for (std::int64_t i = 0; i < n; ++i) {
+          const double want = std::exp(double(ld(x.data(), r * n + i)) - mx) / s;
+          worst = std::max(worst, std::fabs(double(ld(y.data(), r * n + i)) - want) / std::max(want, 1e-30));
+        }
+      }
+      EXPECT_LT(worst, 8e-3) << "n=" << n << " jump=" << jump;  // bf16 output: half-ulp 2^-9 plus the exp's 4e-6
+    }
+}
+
 // RMSNorm backward in bf16 takes rows two at a time per thread (an odd count leaves one alone)
 // on rows of 32k values; its check against the FP64 reference must hold for odd and even blocks.
 TEST(CpuRows, RmsNormBackwardPairsOfRowsMatchTheReference) {

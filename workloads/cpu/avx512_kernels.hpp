@@ -1,5 +1,6 @@
 // Hot loops of the CPU backend written for AVX-512 (F/BW/VL/DQ/BF16; Zen 4, Sapphire Rapids and
-// later): one exp per element, bf16 converted by vpmovzxwd/vcvtneps2bf16, large outputs streamed
+// later): one exp per element, bf16 converted by vpmovzxwd/vcvtneps2bf16 and fp16 by
+// vcvtph2ps/vcvtps2ph, large outputs streamed
 // past the caches. Implemented in the *_avx512.cpp files; the AVX2 kernels call them when
 // avx512::available() and keep their own loops otherwise. Row functions work on one thread's rows.
 #pragma once
@@ -14,36 +15,45 @@ bool available();  // the CPU has AVX-512 F, BW, VL, DQ and BF16
 // y = softmax(x) for `rows` rows of `cols`; scratch holds `cols` floats.
 void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols, float* scratch);
 void softmax_rows(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, float* scratch);
+void softmax_rows(const f16* x, f16* y, std::int64_t rows, std::int64_t cols, float* scratch);
 // log Σ exp(z_j) of one row; *mx receives the row's max; `next` (or null): the row to prefetch.
 float logsumexp(const float* z, std::int64_t n, float* mx, const float* next);
 float logsumexp(const bf16* z, std::int64_t n, float* mx, const bf16* next);
+float logsumexp(const f16* z, std::int64_t n, float* mx, const f16* next);
 // d_j = exp(z_j − mx) · scale
 void scaled_exp(const float* z, float* d, std::int64_t n, float mx, float scale);
 void scaled_exp(const bf16* z, bf16* d, std::int64_t n, float mx, float scale);
+void scaled_exp(const f16* z, f16* d, std::int64_t n, float mx, float scale);
 // SwiGLU: o = silu(g) · u, and its backward.
 void swiglu_fwd(const float* g, const float* u, float* o, std::int64_t n);
 void swiglu_fwd(const bf16* g, const bf16* u, bf16* o, std::int64_t n);
+void swiglu_fwd(const f16* g, const f16* u, f16* o, std::int64_t n);
 void swiglu_bwd(const float* g, const float* u, const float* dy, float* dg, float* du, std::int64_t n);
 void swiglu_bwd(const bf16* g, const bf16* u, const bf16* dy, bf16* dg, bf16* du, std::int64_t n);
+void swiglu_bwd(const f16* g, const f16* u, const f16* dy, f16* dg, f16* du, std::int64_t n);
 // RMSNorm of one row (eps 1e-5); the backward adds this row's share of dw into dw. With `more`,
 // both prefetch the next row of x (and dy), n further on, during their second pass: it runs from
 // L1, and DRAM would otherwise idle meanwhile (prefetching during the first pass too was slower).
 void rmsnorm_fwd(const float* x, const float* w, float* y, std::int64_t n, bool more);
 void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, std::int64_t n, bool more);
+void rmsnorm_fwd(const f16* x, const f16* w, f16* y, std::int64_t n, bool more);
 void rmsnorm_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, std::int64_t n, bool more);
 void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t n, bool more);
+void rmsnorm_bwd(const f16* x, const f16* w, const f16* dy, f16* dx, float* dw, std::int64_t n, bool more);
 // The bf16 backward of a thread's whole block of `rows` rows (n % 32 == 0): dx, and the rows'
 // share of dw added into dw (n floats, natural order).
 void rmsnorm_bwd_rows(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t rows, std::int64_t n);
 // RoPE of one token's `heads` heads of d (d/2 % 16 == 0): y = x·cos ± rotate(x)·sin (sin signed).
 void rope_token(const float* x, float* y, const float* cos, const float* sin, std::int64_t heads, std::int64_t d);
 void rope_token(const bf16* x, bf16* y, const float* cos, const float* sin, std::int64_t heads, std::int64_t d);
+void rope_token(const f16* x, f16* y, const float* cos, const float* sin, std::int64_t heads, std::int64_t d);
 // memcpy whose destination is streamed past the caches; `next` (or null): the source of the next
 // copy (a gather's next row, which the hardware prefetcher cannot guess), prefetched meanwhile.
 void copy_stream(void* dst, const void* src, std::size_t bytes, const void* next = nullptr);
 // y = a + b over n elements.
 void add(const float* a, const float* b, float* y, std::int64_t n);
 void add(const bf16* a, const bf16* b, bf16* y, std::int64_t n);
+void add(const f16* a, const f16* b, f16* y, std::int64_t n);
 
 // Decode attention for batch b, heads [h0, h1) of a bf16 KV cache laid out [batch, kv_len,
 // kv_heads, d] (d % 32 == 0): scores by vdpbf16ps on the unscaled bf16 q, softmax in fp32, P·V in
@@ -70,6 +80,8 @@ struct AdamwConsts {
 void adamw_step(const AdamwConsts& k, float* p, float* m, float* v, const float* g, float* copy, std::int64_t lo,
                 std::int64_t hi);
 void adamw_step(const AdamwConsts& k, float* p, float* m, float* v, const bf16* g, bf16* copy, std::int64_t lo,
+                std::int64_t hi);
+void adamw_step(const AdamwConsts& k, float* p, float* m, float* v, const f16* g, f16* copy, std::int64_t lo,
                 std::int64_t hi);
 
 // max |x| over n bf16 values.

@@ -37,11 +37,11 @@ constexpr DType dtype_of() {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>);
   return std::is_same_v<T, float> ? DType::F32 : std::is_same_v<T, f16> ? DType::F16 : DType::BF16;
 }
-// Whether the hand-written AVX-512 row kernels (avx512_kernels.hpp) take this element type; fp16
-// runs the generic templated loops (conversions vectorized, ~4x the bf16 loops' time: fp16 rows
-// in those kernels, by AVX-512F's vcvtph2ps/vcvtps2ph, would close that gap).
+// Whether the hand-written AVX-512 row kernels (avx512_kernels.hpp) take this element type: all
+// three storage types (fp16 by AVX-512F's vcvtph2ps/vcvtps2ph; the bf16-only fast paths inside
+// them stay bf16's).
 template <class T>
-inline constexpr bool has_avx512_rows = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
+inline constexpr bool has_avx512_rows = std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
 
 // 64-byte aligned storage, first touched by the pool's threads (pages land where they are used).
 class Buffer {

@@ -34,7 +34,7 @@ class RmsNormKernel : public Kernel {
     if (!bwd_) {
       T* y = outputs[0].as<T>();
       parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
-        if constexpr (has_avx512_rows<T>) {  // fp16: the generic loop below
+        if constexpr (has_avx512_rows<T>) {
           if (avx512::available()) {
             for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_fwd(x + r * h_, w, y + r * h_, h_, r + 1 < e);
             return;
@@ -117,7 +117,7 @@ class SwigluKernel : public Kernel {
     parallel_for(t_, [=](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t r = b; r < e; ++r) {
         const T *g = gu + r * 2 * f, *u = g + f;
-        if constexpr (has_avx512_rows<T>) {  // fp16: the generic loops below
+        if constexpr (has_avx512_rows<T>) {
           if (simd) {
             if (bwd) avx512::swiglu_bwd(g, u, dy + r * f, out + r * 2 * f, out + r * 2 * f + f, f);
             else avx512::swiglu_fwd(g, u, out + r * f, f);
@@ -163,7 +163,7 @@ class ResidualKernel : public Kernel {
     const T *a = inputs[0].as<T>(), *b = inputs[1].as<T>();
     T* y = outputs[0].as<T>();
     parallel_for(n_, [&](std::int64_t lo, std::int64_t hi, int) {
-      if constexpr (has_avx512_rows<T>)  // fp16: the generic loop below
+      if constexpr (has_avx512_rows<T>)
         if (avx512::available()) return avx512::add(a + lo, b + lo, y + lo, hi - lo);
       for (std::int64_t i = lo; i < hi; ++i) st(y, i, ld(a, i) + ld(b, i));
     }, 16384);
@@ -186,7 +186,7 @@ class SoftmaxKernel : public Kernel {
     // One exp per element: exps go to a row buffer (L1/L2) and are scaled on the way out.
     parallel_for(r_, [&](std::int64_t b, std::int64_t e, int) {
       std::vector<float> ex(static_cast<std::size_t>(c_));
-      if constexpr (has_avx512_rows<T>)  // fp16: the generic loop below
+      if constexpr (has_avx512_rows<T>)
         if (avx512::available()) return avx512::softmax_rows(x + b * c_, y + b * c_, e - b, c_, ex.data());
       for (std::int64_t r = b; r < e; ++r) {
         const T* xr = x + r * c_;
@@ -235,7 +235,7 @@ class RopeKernel : public Kernel {
     parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t r = b; r < e; ++r) {
         const float *c = &cos_[std::size_t((r % seq_) * half)], *s = &sin_[std::size_t((r % seq_) * half)];
-        if constexpr (has_avx512_rows<T>) {  // fp16: the generic loop below
+        if constexpr (has_avx512_rows<T>) {
           if (simd) {
             avx512::rope_token(x + r * h_ * d_, y + r * h_ * d_, c, s, h_, d_);
             continue;

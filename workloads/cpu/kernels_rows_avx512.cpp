@@ -30,14 +30,13 @@ float logsumexp_impl(const T* z, std::int64_t n, float* mx, const T* next) {
   return std::log(sum_exp(z, n, *mx, nullptr, next)) + *mx;
 }
 
-// bf16 rows in one pass instead of two: Σ exp(z − m0) against m0 = the max of the first 64
-// values, while the row's max is tracked on the side (on the bf16 keys of row_max, 3 integer
-// operations per 32 values). Exact as long as max − m0 stays small enough that no term or the sum
-// overflows (e^60 · 2^20 terms ≪ FLT_MAX); otherwise the row is summed again against its max.
-// Saves the max pass: the row is read once, from DRAM, while it is summed.
-float logsumexp_bf16(const bf16* z, std::int64_t n, float* mx, const bf16* next) {
-  if (n < 64 || n > (std::int64_t(1) << 20)) return logsumexp_impl(z, n, mx, next);
-  const float m0 = row_max(z, 64);
+// Σ exp(z − m0) of a bf16 row against a reference m0 (with `out`, each exp is stored as sum_exp
+// stores them), while the row's max is tracked on the side (on row_max's bf16 keys, 3 integer
+// operations per 32 values) into *mx. Its callers take m0 = the max of the first 64 values and
+// read the row once instead of twice (max pass, then exp pass); the result is exact as long as
+// max − m0 is small enough that no term or the sum overflows (e^60 · 2^20 terms ≪ FLT_MAX),
+// which they check, summing again against the max otherwise.
+float sum_exp_tracking_max(const bf16* z, std::int64_t n, float m0, float* out, const bf16* next, float* mx) {
   const __m512 l2e = _mm512_set1_ps(kLog2e), ml2e = _mm512_set1_ps(-m0 * kLog2e);
   const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u)), mag = _mm512_set1_epi16(0x7fff);
   __m512 s0 = _mm512_setzero_ps(), s1 = s0;
@@ -47,23 +46,57 @@ float logsumexp_bf16(const bf16* z, std::int64_t n, float* mx, const bf16* next)
     if (next) prefetch32(next + i);
     const __m512i w = _mm512_loadu_si512(z + i);
     key = _mm512_max_epi16(key, _mm512_ternarylogic_epi32(w, _mm512_srai_epi16(w, 15), mag, 0x78));  // w ^ (s & mag)
-    s0 = _mm512_add_ps(s0, exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), l2e, ml2e)));
-    s1 = _mm512_add_ps(s1, exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(w, hi)), l2e, ml2e)));
+    const __m512 e0 = exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), l2e, ml2e));
+    const __m512 e1 = exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(w, hi)), l2e, ml2e));
+    if (out) {
+      _mm512_storeu_ps(out + i, e0);
+      _mm512_storeu_ps(out + i + 16, e1);
+    }
+    s0 = _mm512_add_ps(s0, e0);
+    s1 = _mm512_add_ps(s1, e1);
   }
   alignas(64) std::int16_t lanes[32];
   _mm512_store_si512(lanes, key);
   std::int16_t k = lanes[0];
   for (std::int16_t l : lanes) k = l > k ? l : k;
   const bf16 top = static_cast<bf16>(k ^ (k < 0 ? 0x7fff : 0));
-  float m = ld(&top, 0);
+  float m = i > 0 ? ld(&top, 0) : -INFINITY;
   float sum = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-  for (; i < n; ++i) {
-    m = std::max(m, ld(z, i));
-    sum += std::exp(ld(z, i) - m0);
+  for (; i < n; i += 16) {  // the tail, as sum_exp's
+    const __mmask16 t = tail_mask(n - i);
+    const __m512 v = load16(z + i, t);
+    m = std::max(m, _mm512_mask_reduce_max_ps(t, v));
+    const __m512 e = _mm512_maskz_mov_ps(t, exp2_16_bf16(_mm512_fmadd_ps(v, l2e, ml2e)));
+    if (out) _mm512_mask_storeu_ps(out + i, t, e);
+    sum += _mm512_reduce_add_ps(e);
   }
   *mx = m;
-  if (!(m - m0 <= 60.0f)) return std::log(sum_exp(z, n, m, nullptr, next)) + m;
+  return sum;
+}
+constexpr float kMaxJump = 60.0f;
+constexpr std::int64_t kOnePassMin = 64, kOnePassMax = std::int64_t(1) << 20;
+
+float logsumexp_bf16(const bf16* z, std::int64_t n, float* mx, const bf16* next) {
+  if (n < kOnePassMin || n > kOnePassMax) return logsumexp_impl(z, n, mx, next);
+  const float m0 = row_max(z, kOnePassMin);
+  const float sum = sum_exp_tracking_max(z, n, m0, nullptr, next, mx);
+  if (!(*mx - m0 <= kMaxJump)) return std::log(sum_exp(z, n, *mx, nullptr, next)) + *mx;
   return std::log(sum) + m0;
+}
+
+// Softmax of bf16 rows, each read once (see sum_exp_tracking_max).
+void softmax_bf16(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, float* s) {
+  if (cols < kOnePassMin || cols > kOnePassMax) return softmax_impl(x, y, rows, cols, s);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const bf16* xr = x + r * cols;
+    const bf16* next = r + 1 < rows ? xr + cols : nullptr;
+    const float m0 = row_max(xr, kOnePassMin);
+    float mx = 0;
+    float sum = sum_exp_tracking_max(xr, cols, m0, s, next, &mx);
+    if (!(mx - m0 <= kMaxJump)) sum = sum_exp(xr, cols, mx, s, next);
+    store_scaled(s, y + r * cols, cols, _mm512_set1_ps(1.0f / sum));
+  }
+  _mm_sfence();
 }
 
 template <class T>
@@ -311,7 +344,7 @@ void copy_stream(void* dst, const void* src, std::size_t bytes, const void* next
 }
 
 void softmax_rows(const float* x, float* y, std::int64_t r, std::int64_t c, float* s) { softmax_impl(x, y, r, c, s); }
-void softmax_rows(const bf16* x, bf16* y, std::int64_t r, std::int64_t c, float* s) { softmax_impl(x, y, r, c, s); }
+void softmax_rows(const bf16* x, bf16* y, std::int64_t r, std::int64_t c, float* s) { softmax_bf16(x, y, r, c, s); }
 float logsumexp(const float* z, std::int64_t n, float* mx, const float* next) { return logsumexp_impl(z, n, mx, next); }
 float logsumexp(const bf16* z, std::int64_t n, float* mx, const bf16* next) { return logsumexp_bf16(z, n, mx, next); }
 void scaled_exp(const float* z, float* d, std::int64_t n, float mx, float s) { scaled_exp_impl(z, d, n, mx, s); }
@@ -337,5 +370,20 @@ void rmsnorm_bwd_rows(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, fl
 }
 void add(const float* a, const float* b, float* y, std::int64_t n) { add_impl(a, b, y, n); }
 void add(const bf16* a, const bf16* b, bf16* y, std::int64_t n) { add_impl(a, b, y, n); }
+
+// fp16: the generic vector paths (the bf16 even/odd splits and exp2_16_bf16 stay bf16's).
+void softmax_rows(const f16* x, f16* y, std::int64_t r, std::int64_t c, float* s) { softmax_impl(x, y, r, c, s); }
+float logsumexp(const f16* z, std::int64_t n, float* mx, const f16* next) { return logsumexp_impl(z, n, mx, next); }
+void scaled_exp(const f16* z, f16* d, std::int64_t n, float mx, float s) { scaled_exp_impl(z, d, n, mx, s); }
+void swiglu_fwd(const f16* g, const f16* u, f16* o, std::int64_t n) { swiglu_fwd_impl(g, u, o, n); }
+void swiglu_bwd(const f16* g, const f16* u, const f16* dy, f16* dg, f16* du, std::int64_t n) {
+  swiglu_bwd_impl(g, u, dy, dg, du, n);
+}
+void rmsnorm_fwd(const f16* x, const f16* w, f16* y, std::int64_t n, bool more) { rmsnorm_fwd_impl(x, w, y, n, more); }
+void rmsnorm_bwd(const f16* x, const f16* w, const f16* dy, f16* dx, float* dw, std::int64_t n, bool more) {
+  rmsnorm_bwd_impl(x, w, dy, dx, dw, n, more);
+}
+void rope_token(const f16* x, f16* y, const float* c, const float* s, std::int64_t h, std::int64_t d) { rope_impl(x, y, c, s, h, d); }
+void add(const f16* a, const f16* b, f16* y, std::int64_t n) { add_impl(a, b, y, n); }
 
 }  // namespace rafter::workloads::cpu::avx512

@@ -83,7 +83,7 @@ class CrossEntropyKernel : public Kernel {
       for (std::int64_t r = b; r < e; ++r) {
         const T* zr = z + r * v_;
         const std::int64_t label = labels[r];
-        if constexpr (has_avx512_rows<T>) {  // fp16: the generic loop below
+        if constexpr (has_avx512_rows<T>) {
           if (avx512::available()) {
             float mx = 0;
             const float lse = avx512::logsumexp(zr, v_, &mx, r + 1 < e ? zr + v_ : nullptr);
@@ -142,7 +142,7 @@ class AdamwKernel : public Kernel {
     // Pointers copied into the lambda: captured by reference, stores to m/v could alias them and
     // the loop would not vectorize. sqrt goes through _mm256_sqrt_ps: std::sqrt may set errno, which
     // keeps the compiler from vectorizing a loop around it.
-    if constexpr (has_avx512_rows<T>) {  // fp16: the generic loop below
+    if constexpr (has_avx512_rows<T>) {
       if (avx512::available()) {  // chunks of whole 64-byte lines: the copy's streaming stores stay aligned
         const avx512::AdamwConsts k{b1, b2, lr, eps, wd, c1, c2};
         const std::int64_t n = n_;

@@ -47,5 +47,9 @@ void adamw_step(const AdamwConsts& k, float* p, float* m, float* v, const bf16* 
                 std::int64_t hi) {
   adamw_impl(k, p, m, v, g, copy, lo, hi);
 }
+void adamw_step(const AdamwConsts& k, float* p, float* m, float* v, const f16* g, f16* copy, std::int64_t lo,
+                std::int64_t hi) {
+  adamw_impl(k, p, m, v, g, copy, lo, hi);
+}
 
 }  // namespace rafter::workloads::cpu::avx512

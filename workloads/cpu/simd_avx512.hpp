@@ -1,4 +1,4 @@
-// AVX-512 building blocks (loads/stores of fp32 and bf16 rows, exp, reciprocal) for the
+// AVX-512 building blocks (loads/stores of fp32, bf16 and fp16 rows, exp, reciprocal) for the
 // *_avx512.cpp kernel files only: they need -mavx512f/bw/vl/dq/bf16, which those files get.
 // Everything is static inline: no out-of-line copy compiled for AVX-512 can leak into other files.
 #pragma once
@@ -38,6 +38,17 @@ static inline void store16(bf16* p, __m512 v, bool nt) {
 }
 static inline void store16(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
 static inline void store16(bf16* p, __m512 v, __mmask16 m) { _mm256_mask_storeu_epi16(p, m, ps_to_bf16x16(v)); }
+// fp16 by vcvtph2ps / vcvtps2ph (AVX-512F), rounding to nearest even: bit-exact with ld/st. Declared
+// here, before the templates below: f16* finds no overload in this namespace by ADL later on.
+static inline __m512 load16(const f16* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+static inline __m512 load16(const f16* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+static inline __m256i ps_to_f16x16(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline void store16(f16* p, __m512 v, bool nt) {
+  const __m256i h = ps_to_f16x16(v);
+  if (nt && (reinterpret_cast<std::uintptr_t>(p) & 31) == 0) _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h);
+  else _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+}
+static inline void store16(f16* p, __m512 v, __mmask16 m) { _mm256_mask_storeu_epi16(p, m, ps_to_f16x16(v)); }
 
 // exp(x) = 2^k · 2^(j/16) · e^r with k·16 + j = n = round(x·16/ln 2) and r = x − n·ln2/16
 // (two-part ln2/16, |r| ≤ 0.0217): e^r by a degree-3 polynomial; 2^(j/16)·2^k by one vpermps
@@ -127,6 +138,27 @@ static inline float row_max(const bf16* x, std::int64_t n) {
   return r;
 }
 
+// The same for fp16 (sign and magnitude too, so the same keys order it). A non-template overload
+// also settles the call: ADL on f16 brings cpu::row_max (cpu_kernel.hpp) in beside the template.
+static inline float row_max(const f16* x, std::int64_t n) {
+  const __m512i mag = _mm512_set1_epi16(0x7fff);
+  __m512i m0 = _mm512_set1_epi16(std::int16_t(-32768)), m1 = m0;
+  std::int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 32);
+    m0 = _mm512_max_epi16(m0, _mm512_ternarylogic_epi32(a, _mm512_srai_epi16(a, 15), mag, 0x78));  // a ^ (s & mag)
+    m1 = _mm512_max_epi16(m1, _mm512_ternarylogic_epi32(b, _mm512_srai_epi16(b, 15), mag, 0x78));
+  }
+  alignas(64) std::int16_t lanes[32];
+  _mm512_store_si512(lanes, _mm512_max_epi16(m0, m1));
+  std::int16_t m = lanes[0];
+  for (std::int16_t l : lanes) m = l > m ? l : m;
+  const f16 top{static_cast<std::uint16_t>(m ^ (m < 0 ? 0x7fff : 0))};
+  float r = i > 0 ? ld(&top, 0) : -INFINITY;
+  for (; i < n; ++i) r = ld(x, i) > r ? ld(x, i) : r;
+  return r;
+}
+
 // Prefetches the cache lines of [p, p + 32 elements) into L2.
 template <class T>
 static inline void prefetch32(const T* p) {
@@ -192,6 +224,12 @@ static inline float sum_exp(const bf16* x, std::int64_t n, float mx, float* out,
 
 // y = s · scale, streamed; s as sum_exp wrote it (fp32 rows: in order).
 static inline void store_scaled(const float* s, float* y, std::int64_t n, __m512 scale) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), true);
+  if (i < n) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), tail_mask(n - i));
+}
+// fp16 rows: sum_exp's generic template wrote them in order too.
+static inline void store_scaled(const float* s, f16* y, std::int64_t n, __m512 scale) {
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), true);
   if (i < n) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), tail_mask(n - i));
