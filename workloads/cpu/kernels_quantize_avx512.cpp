@@ -107,14 +107,19 @@ static inline __m512i quantize_32(__m512i w, const BlockScales& inv) {
 
 // Scales of 16 blocks of 16 values (256 columns) of one row: E4M3 bytes to scale_bytes, S to
 // scales and 1/S (0 for an all-zero block, whose codes all come out 0) to inv. Vectorized over the blocks; the rows' groups are independent,
-// so out-of-order execution overlaps this long dependency chain (amax tree, divisions, gather)
+// so out-of-order execution overlaps this long dependency chain (amax tree, divisions)
 // with the next group's.
-static inline void scales_256(const bf16* x, std::uint8_t* scale_bytes, float* scales, float* inv, float tensor_scale,
-                              const float* e4m3_lut) {
+static inline void scales_256(const bf16* x, std::uint8_t* scale_bytes, float* scales, float* inv, float tensor_scale) {
   const __m512 s = _mm512_div_ps(_mm512_div_ps(block_amax_16(x), _mm512_set1_ps(6.0f)), _mm512_set1_ps(tensor_scale));
   const __m512i sb = e4m3_codes(s);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(scale_bytes), _mm512_cvtepi32_epi8(sb));
-  const __m512 scale = _mm512_mul_ps(_mm512_i32gather_ps(sb, e4m3_lut, 4), _mm512_set1_ps(tensor_scale));
+  // E4M3 byte → value: normal codes by placing exponent (+120) and mantissa into fp32's fields,
+  // subnormals (exponent field 0) as m·2^-9.
+  const __m512i em = _mm512_slli_epi32(sb, 20);  // exponent field at bit 23, mantissa at bits 20-22
+  const __m512 normal = _mm512_castsi512_ps(_mm512_add_epi32(em, _mm512_set1_epi32(120 << 23)));
+  const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(sb), _mm512_set1_ps(1.0f / 512.0f));
+  const __mmask16 is_sub = _mm512_cmplt_epi32_mask(sb, _mm512_set1_epi32(8));
+  const __m512 scale = _mm512_mul_ps(_mm512_mask_mov_ps(normal, is_sub, sub), _mm512_set1_ps(tensor_scale));
   const __mmask16 live = _mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_GT_OQ);
   _mm512_storeu_ps(scales, scale);
   _mm512_storeu_ps(inv, _mm512_maskz_div_ps(live, _mm512_set1_ps(1.0f), scale));
@@ -169,7 +174,7 @@ void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, st
     std::int64_t blk = 0;
     while (blk + 16 <= nb) {
       const std::int64_t n = std::min<std::int64_t>((nb - blk) / 16 * 16, 256);
-      for (std::int64_t g = 0; g < n; g += 16) scales_256(xr + (blk + g) * 16, sr + blk + g, scale + g, inv + g, tensor_scale, e4m3_lut);
+      for (std::int64_t g = 0; g < n; g += 16) scales_256(xr + (blk + g) * 16, sr + blk + g, scale + g, inv + g, tensor_scale);
       for (std::int64_t g = 0; g < n; g += 8) codes_128(xr + (blk + g) * 16, scale + g, inv + g, cr + (blk + g) * 8);
       blk += n;
     }
