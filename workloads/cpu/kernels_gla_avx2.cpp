@@ -18,7 +18,7 @@
 #include <array>
 #include <cmath>
 
-#include "cpu_kernel.hpp"
+#include "gla_kernel.hpp"
 
 namespace rafter::workloads::cpu {
 namespace {
@@ -139,19 +139,9 @@ struct GlaScratch {
 };
 
 template <class T>
-class GlaKernel : public Kernel {
+class GlaKernel : public GlaKernelBase {
  public:
-  explicit GlaKernel(const OpInstance& inst)
-      : B_(shape_value(inst, "batch")),
-        s_(shape_value(inst, "seq")),
-        H_(shape_value(inst, "heads")),
-        dk_(shape_value(inst, "head_dim_k")),
-        dv_(shape_value(inst, "head_dim_v")),
-        C_(shape_value(inst, "chunk")) {
-    inputs.push_back(make_tensor("q", dtype_of<T>(), {B_, s_, H_, dk_}));
-    inputs.push_back(make_tensor("k", dtype_of<T>(), {B_, s_, H_, dk_}));
-    inputs.push_back(make_tensor("v", dtype_of<T>(), {B_, s_, H_, dv_}));
-    inputs.push_back(make_tensor("g", dtype_of<T>(), {B_, s_, H_, dk_}, std::log(0.6), std::log(0.99)));
+  explicit GlaKernel(const OpInstance& inst) : GlaKernelBase(inst, dtype_of<T>()) {
     outputs.push_back(make_tensor("o", dtype_of<T>(), {B_, s_, H_, dv_}));
     details["algorithm"] =
         "native chunked GLA (fp32 state; chunk staged in fp32, register-tiled products, sub-chunked "
@@ -250,7 +240,6 @@ class GlaKernel : public Kernel {
     product(w.S.data(), dv_, dk_, dv_, w.decay.data(), {{w.kr.data(), 1, dk_, w.v.data(), dv_, C_}});
   }
 
-  std::int64_t B_, s_, H_, dk_, dv_, C_;
 };
 
 RAFTER_REGISTER_CPU_KERNEL({"gla_chunked", "cpu.native",

@@ -12,7 +12,7 @@
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #include <cmath>
 
-#include "cpu_kernel.hpp"
+#include "gla_kernel.hpp"
 
 namespace rafter::workloads::cpu {
 namespace {
@@ -35,19 +35,9 @@ struct GlaBwdScratch {
 };
 
 template <class T>
-class GlaBwdKernel : public Kernel {
+class GlaBwdKernel : public GlaKernelBase {
  public:
-  explicit GlaBwdKernel(const OpInstance& inst)
-      : B_(shape_value(inst, "batch")),
-        s_(shape_value(inst, "seq")),
-        H_(shape_value(inst, "heads")),
-        dk_(shape_value(inst, "head_dim_k")),
-        dv_(shape_value(inst, "head_dim_v")),
-        C_(shape_value(inst, "chunk")) {
-    inputs.push_back(make_tensor("q", dtype_of<T>(), {B_, s_, H_, dk_}));
-    inputs.push_back(make_tensor("k", dtype_of<T>(), {B_, s_, H_, dk_}));
-    inputs.push_back(make_tensor("v", dtype_of<T>(), {B_, s_, H_, dv_}));
-    inputs.push_back(make_tensor("g", dtype_of<T>(), {B_, s_, H_, dk_}, std::log(0.6), std::log(0.99)));
+  explicit GlaBwdKernel(const OpInstance& inst) : GlaKernelBase(inst, dtype_of<T>()) {
     inputs.push_back(make_tensor("dO", dtype_of<T>(), {B_, s_, H_, dv_}));
     outputs.push_back(make_tensor("dq", dtype_of<T>(), {B_, s_, H_, dk_}));
     outputs.push_back(make_tensor("dk", dtype_of<T>(), {B_, s_, H_, dk_}));
@@ -206,7 +196,6 @@ class GlaBwdKernel : public Kernel {
     }
   }
 
-  std::int64_t B_, s_, H_, dk_, dv_, C_;
 };
 
 RAFTER_REGISTER_CPU_KERNEL({"gla_chunked", "cpu.native",

@@ -30,61 +30,22 @@ float logsumexp_impl(const T* z, std::int64_t n, float* mx, const T* next) {
   return std::log(sum_exp(z, n, *mx, nullptr, next)) + *mx;
 }
 
-// Σ exp(z − m0) of a bf16 row against a reference m0 (with `out`, each exp is stored as sum_exp
-// stores them), while the row's max is tracked on the side (on row_max's bf16 keys, 3 integer
-// operations per 32 values) into *mx. Its callers take m0 = the max of the first 64 values and
-// read the row once instead of twice (max pass, then exp pass); the result is exact as long as
-// max − m0 is small enough that no term or the sum overflows (e^60 · 2^20 terms ≪ FLT_MAX),
-// which they check, summing again against the max otherwise.
-float sum_exp_tracking_max(const bf16* z, std::int64_t n, float m0, float* out, const bf16* next, float* mx) {
-  const __m512 l2e = _mm512_set1_ps(kLog2e), ml2e = _mm512_set1_ps(-m0 * kLog2e);
-  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u)), mag = _mm512_set1_epi16(0x7fff);
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0;
-  __m512i key = _mm512_set1_epi16(std::int16_t(-32768));
-  std::int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    if (next) prefetch32(next + i);
-    const __m512i w = _mm512_loadu_si512(z + i);
-    key = _mm512_max_epi16(key, _mm512_ternarylogic_epi32(w, _mm512_srai_epi16(w, 15), mag, 0x78));  // w ^ (s & mag)
-    const __m512 e0 = exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), l2e, ml2e));
-    const __m512 e1 = exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(w, hi)), l2e, ml2e));
-    if (out) {
-      _mm512_storeu_ps(out + i, e0);
-      _mm512_storeu_ps(out + i + 16, e1);
-    }
-    s0 = _mm512_add_ps(s0, e0);
-    s1 = _mm512_add_ps(s1, e1);
-  }
-  alignas(64) std::int16_t lanes[32];
-  _mm512_store_si512(lanes, key);
-  std::int16_t k = lanes[0];
-  for (std::int16_t l : lanes) k = l > k ? l : k;
-  const bf16 top = static_cast<bf16>(k ^ (k < 0 ? 0x7fff : 0));
-  float m = i > 0 ? ld(&top, 0) : -INFINITY;
-  float sum = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-  for (; i < n; i += 16) {  // the tail, as sum_exp's
-    const __mmask16 t = tail_mask(n - i);
-    const __m512 v = load16(z + i, t);
-    m = std::max(m, _mm512_mask_reduce_max_ps(t, v));
-    const __m512 e = _mm512_maskz_mov_ps(t, exp2_16_bf16(_mm512_fmadd_ps(v, l2e, ml2e)));
-    if (out) _mm512_mask_storeu_ps(out + i, t, e);
-    sum += _mm512_reduce_add_ps(e);
-  }
-  *mx = m;
-  return sum;
-}
+// bf16 rows are read once instead of twice (max pass, then exp pass): summed against m0 = the max
+// of their first 64 values while their max is tracked (sum_exp_bf16<true>). Exact as long as
+// max − m0 is small enough that no term or the sum overflows (e^60 · 2^20 terms ≪ FLT_MAX);
+// otherwise the row is summed again against its max.
 constexpr float kMaxJump = 60.0f;
 constexpr std::int64_t kOnePassMin = 64, kOnePassMax = std::int64_t(1) << 20;
 
 float logsumexp_bf16(const bf16* z, std::int64_t n, float* mx, const bf16* next) {
   if (n < kOnePassMin || n > kOnePassMax) return logsumexp_impl(z, n, mx, next);
   const float m0 = row_max(z, kOnePassMin);
-  const float sum = sum_exp_tracking_max(z, n, m0, nullptr, next, mx);
+  const float sum = sum_exp_bf16<true>(z, n, m0, nullptr, next, mx);
   if (!(*mx - m0 <= kMaxJump)) return std::log(sum_exp(z, n, *mx, nullptr, next)) + *mx;
   return std::log(sum) + m0;
 }
 
-// Softmax of bf16 rows, each read once (see sum_exp_tracking_max).
+// Softmax of bf16 rows, each read once (see above).
 void softmax_bf16(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, float* s) {
   if (cols < kOnePassMin || cols > kOnePassMax) return softmax_impl(x, y, rows, cols, s);
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -92,7 +53,7 @@ void softmax_bf16(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, 
     const bf16* next = r + 1 < rows ? xr + cols : nullptr;
     const float m0 = row_max(xr, kOnePassMin);
     float mx = 0;
-    float sum = sum_exp_tracking_max(xr, cols, m0, s, next, &mx);
+    float sum = sum_exp_bf16<true>(xr, cols, m0, s, next, &mx);
     if (!(mx - m0 <= kMaxJump)) sum = sum_exp(xr, cols, mx, s, next);
     store_scaled(s, y + r * cols, cols, _mm512_set1_ps(1.0f / sum));
   }

@@ -117,47 +117,43 @@ static inline float row_max(const T* x, std::int64_t n) {
   return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
 
-// The same for bf16, 32 values per operation: a bf16's bits as int16 order like its value once a
-// negative one has its magnitude bits flipped (key = x ^ ((x >> 15) & 0x7fff); an involution).
-static inline float row_max(const bf16* x, std::int64_t n) {
-  const __m512i mag = _mm512_set1_epi16(0x7fff);
-  __m512i m0 = _mm512_set1_epi16(std::int16_t(-32768)), m1 = m0;
-  std::int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 32);
-    m0 = _mm512_max_epi16(m0, _mm512_ternarylogic_epi32(a, _mm512_srai_epi16(a, 15), mag, 0x78));  // a ^ (s & mag)
-    m1 = _mm512_max_epi16(m1, _mm512_ternarylogic_epi32(b, _mm512_srai_epi16(b, 15), mag, 0x78));
-  }
+// Order keys of 16-bit sign-magnitude floats (bf16, fp16): their bits as int16 order like their
+// values once a negative one has its magnitude bits flipped (key = x ^ ((x >> 15) & 0x7fff), an
+// involution). acc = max(acc, keys of the 32 values in w).
+static inline __m512i max_keys16(__m512i acc, __m512i w) {
+  return _mm512_max_epi16(acc, _mm512_ternarylogic_epi32(w, _mm512_srai_epi16(w, 15), _mm512_set1_epi16(0x7fff), 0x78));
+}
+static inline __m512i lowest_key16() { return _mm512_set1_epi16(std::int16_t(-32768)); }
+// The value of the largest key in `keys`.
+template <class H>
+static inline float max_of_keys16(__m512i keys) {
   alignas(64) std::int16_t lanes[32];
-  _mm512_store_si512(lanes, _mm512_max_epi16(m0, m1));
+  _mm512_store_si512(lanes, keys);
   std::int16_t m = lanes[0];
   for (std::int16_t l : lanes) m = l > m ? l : m;
-  const bf16 top = static_cast<bf16>(m ^ (m < 0 ? 0x7fff : 0));
-  float r = i > 0 ? ld(&top, 0) : -INFINITY;
-  for (; i < n; ++i) r = ld(x, i) > r ? ld(x, i) : r;
-  return r;
+  const auto bits = static_cast<std::uint16_t>(m ^ (m < 0 ? 0x7fff : 0));
+  H top;
+  std::memcpy(&top, &bits, 2);
+  return ld(&top, 0);
 }
 
-// The same for fp16 (sign and magnitude too, so the same keys order it). A non-template overload
-// also settles the call: ADL on f16 brings cpu::row_max (cpu_kernel.hpp) in beside the template.
-static inline float row_max(const f16* x, std::int64_t n) {
-  const __m512i mag = _mm512_set1_epi16(0x7fff);
-  __m512i m0 = _mm512_set1_epi16(std::int16_t(-32768)), m1 = m0;
+// The max of a bf16 or fp16 row, 32 values per operation on their keys.
+template <class H>
+static inline float row_max16(const H* x, std::int64_t n) {
+  __m512i m0 = lowest_key16(), m1 = m0;
   std::int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    const __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 32);
-    m0 = _mm512_max_epi16(m0, _mm512_ternarylogic_epi32(a, _mm512_srai_epi16(a, 15), mag, 0x78));  // a ^ (s & mag)
-    m1 = _mm512_max_epi16(m1, _mm512_ternarylogic_epi32(b, _mm512_srai_epi16(b, 15), mag, 0x78));
+    m0 = max_keys16(m0, _mm512_loadu_si512(x + i));
+    m1 = max_keys16(m1, _mm512_loadu_si512(x + i + 32));
   }
-  alignas(64) std::int16_t lanes[32];
-  _mm512_store_si512(lanes, _mm512_max_epi16(m0, m1));
-  std::int16_t m = lanes[0];
-  for (std::int16_t l : lanes) m = l > m ? l : m;
-  const f16 top{static_cast<std::uint16_t>(m ^ (m < 0 ? 0x7fff : 0))};
-  float r = i > 0 ? ld(&top, 0) : -INFINITY;
+  float r = i > 0 ? max_of_keys16<H>(_mm512_max_epi16(m0, m1)) : -INFINITY;
   for (; i < n; ++i) r = ld(x, i) > r ? ld(x, i) : r;
   return r;
 }
+static inline float row_max(const bf16* x, std::int64_t n) { return row_max16(x, n); }
+// A non-template overload for fp16 also settles the call: ADL on f16 brings cpu::row_max
+// (cpu_kernel.hpp) in beside the template above.
+static inline float row_max(const f16* x, std::int64_t n) { return row_max16(x, n); }
 
 // Prefetches the cache lines of [p, p + 32 elements) into L2.
 template <class T>
@@ -195,15 +191,21 @@ static inline float sum_exp(const T* x, std::int64_t n, float mx, float* out, co
 // The same for bf16 rows: 32 values per 512-bit load split into their even and odd elements by
 // one shift and one and (instead of a zero-extension and a shift per 16); with `out`, each group
 // of 32 exps is stored as its 16 even then 16 odd elements (store_scaled below undoes that).
-// The exps are exp2_16_bf16's: bf16 logits carry 2^-9 relative error already.
-static inline float sum_exp(const bf16* x, std::int64_t n, float mx, float* out, const bf16* next = nullptr) {
-  const __m512 m = _mm512_set1_ps(mx), l2e = _mm512_set1_ps(kLog2e), ml2e = _mm512_set1_ps(-mx * kLog2e);
+// The exps are exp2_16_bf16's: bf16 logits carry 2^-9 relative error already. With kTrackMax,
+// the row's max is also tracked on its keys (3 integer operations per 32 values) into *row_max:
+// callers that sum against a provisional m (the max of the first values) read the row once.
+template <bool kTrackMax>
+static inline float sum_exp_bf16(const bf16* x, std::int64_t n, float mx, float* out, const bf16* next,
+                                 float* row_max_out) {
+  const __m512 l2e = _mm512_set1_ps(kLog2e), ml2e = _mm512_set1_ps(-mx * kLog2e);
   const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+  __m512i keys = lowest_key16();
   std::int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     if (next) prefetch32(next + i);
     const __m512i w = _mm512_loadu_si512(x + i);
+    if constexpr (kTrackMax) keys = max_keys16(keys, w);
     const __m512 e0 = exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), l2e, ml2e));
     const __m512 e1 = exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(w, hi)), l2e, ml2e));
     if (out) {
@@ -213,13 +215,20 @@ static inline float sum_exp(const bf16* x, std::int64_t n, float mx, float* out,
     s0 = _mm512_add_ps(s0, e0);
     s1 = _mm512_add_ps(s1, e1);
   }
+  float m = i > 0 && kTrackMax ? max_of_keys16<bf16>(keys) : -INFINITY;
   for (; i < n; i += 16) {
     const __mmask16 k = tail_mask(n - i);
-    const __m512 e = exp16_nonpos(_mm512_sub_ps(load16(x + i, k), m));
+    const __m512 v = load16(x + i, k);
+    if constexpr (kTrackMax) m = std::max(m, _mm512_mask_reduce_max_ps(k, v));
+    const __m512 e = _mm512_maskz_mov_ps(k, exp2_16_bf16(_mm512_fmadd_ps(v, l2e, ml2e)));
     if (out) _mm512_mask_storeu_ps(out + i, k, e);
-    s0 = _mm512_mask_add_ps(s0, k, s0, e);
+    s0 = _mm512_add_ps(s0, e);
   }
+  if constexpr (kTrackMax) *row_max_out = m;
   return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+static inline float sum_exp(const bf16* x, std::int64_t n, float mx, float* out, const bf16* next = nullptr) {
+  return sum_exp_bf16<false>(x, n, mx, out, next, nullptr);
 }
 
 // y = s · scale, streamed; s as sum_exp wrote it (fp32 rows: in order).
