@@ -34,18 +34,52 @@ std::string human(double v, std::string_view unit) {
   return fmt::format("{:.1f} {}{}", v, prefixes[i], unit);
 }
 
+// "5x 43%": how many trials a ceiling had and how far their medians spread; "-" without trials.
+std::string trials_cell(const Ceiling& c) {
+  const auto trials = c.params.find("trials");
+  const auto spread = c.params.find("between_trial_spread");
+  if (trials == c.params.end() || !trials->is_array() || spread == c.params.end() || !spread->is_number())
+    return "-";
+  return fmt::format("{}x {:.0f}%", trials->size(), spread->get<double>() * 100);
+}
+
+// The all-core DRAM ceiling users compare operators against, with its trials' drift spelled out.
+void print_dram_trials_note(const MachineProfile& p) {
+  for (const Device& d : p.devices) {
+    const Ceiling* c = p.best(d.id, CeilingKind::Bandwidth, "DRAM", "device");
+    if (c == nullptr || !c->params.contains("trial_medians") || !c->params.contains("trials")) continue;
+    const nlohmann::json& m = c->params["trial_medians"];
+    const nlohmann::json& trials = c->params["trials"];
+    const std::string_view unit = c->figure.unit;
+    std::string medians;
+    for (const nlohmann::json& t : trials)
+      medians += fmt::format("{}{}", medians.empty() ? "" : ", ", human(t.value("median", 0.0), unit));
+    fmt::print(
+        "\n{} DRAM, all cores ({} {}): {} = best of {} trials taken {:.0f}-{:.0f} s into the probe ({})\n",
+        d.id, c->operation, c->isa, human(c->figure.value, unit), trials.size(),
+        trials.front().value("at_seconds", 0.0), trials.back().value("at_seconds", 0.0), medians);
+    fmt::print("  trials' medians: min {} / median {} / max {}, spread {:.0f}%{}\n",
+               human(m.value("min", 0.0), unit), human(m.value("median", 0.0), unit),
+               human(m.value("max", 0.0), unit), c->params.value("between_trial_spread", 0.0) * 100,
+               c->params.value("trials_disagree", false)
+                   ? " (drifting: the host's bandwidth changed during the probe)"
+                   : "");
+  }
+}
+
 void print_table(const MachineProfile& p) {
   for (const Device& d : p.devices)
     fmt::print("{} ({}): {} cores, {} threads; counters {}\n", d.name, d.id, d.cores, d.threads, d.counters);
-  fmt::print("\n{:<10}{:<6}{:<9}{:<7}{:<7}{:>4}{:>15}{:>15}{:>15}{:>6}{:>7}  {}\n", "kind", "level", "op",
-             "isa", "scope", "thr", "median", "min", "max", "GHz", "sheet", "flag");
+  fmt::print("\n{:<10}{:<6}{:<9}{:<7}{:<7}{:>4}{:>15}{:>15}{:>15}{:>6}{:>7}{:>9}  {}\n", "kind", "level",
+             "op", "isa", "scope", "thr", "median", "min", "max", "GHz", "sheet", "trials", "flag");
   for (const Ceiling& c : p.ceilings) {
     const std::string sheet = c.datasheet_ratio ? fmt::format("{:.0f}%", *c.datasheet_ratio * 100) : "-";
-    fmt::print("{:<10}{:<6}{:<9}{:<7}{:<7}{:>4}{:>15}{:>15}{:>15}{:>6.2f}{:>7}  {}\n", to_string(c.kind),
+    fmt::print("{:<10}{:<6}{:<9}{:<7}{:<7}{:>4}{:>15}{:>15}{:>15}{:>6.2f}{:>7}{:>9}  {}\n", to_string(c.kind),
                c.resource, c.operation, c.isa, c.scope, c.threads, human(c.figure.value, c.figure.unit),
                human(c.figure.stats.min, c.figure.unit), human(c.figure.stats.max, c.figure.unit),
-               c.frequency_hz / 1e9, sheet, c.flag);
+               c.frequency_hz / 1e9, sheet, trials_cell(c), c.flag);
   }
+  print_dram_trials_note(p);
 }
 
 double parse_bytes(const std::string& text) {

@@ -17,9 +17,7 @@ void validate_cpu_options(const ProbeOptions& options, const Device& cpu) {
   if (options.threads < 0 || options.threads > cpu.threads)
     throw InputError(fmt::format("--threads {}: expected 1..{} (hardware threads of this CPU)",
                                  options.threads, cpu.threads));
-  double memory = 0;
-  for (const MemoryLevel& m : cpu.memory_levels)
-    if (m.name == "DRAM") memory = m.size_bytes * m.instances;
+  const double memory = physical_memory_bytes(cpu);
   if (options.max_working_set_bytes < 0)
     throw InputError(fmt::format("--max-working-set {}: must be positive", options.max_working_set_bytes));
   if (options.max_working_set_bytes > 0 && options.max_working_set_bytes < 64 * 1024)
@@ -50,6 +48,13 @@ double last_level_cache_bytes(const Device& cpu) {
   for (const MemoryLevel& m : cpu.memory_levels)
     if (m.name != "DRAM") llc = m.size_bytes;
   return llc > 0 ? llc : 32.0 * 1024 * 1024;
+}
+
+double physical_memory_bytes(const Device& cpu) {
+  double memory = 0;
+  for (const MemoryLevel& m : cpu.memory_levels)
+    if (m.name == "DRAM") memory = m.size_bytes * m.instances;
+  return memory;
 }
 
 double max_working_set_bytes(const ProbeOptions& options, const Device& cpu) {

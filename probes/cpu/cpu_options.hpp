@@ -17,6 +17,7 @@ std::string selected_isa(const ProbeOptions& options);                 // --isa,
 int all_core_threads(const ProbeOptions& options, const Device& cpu);  // --threads, or every core
 
 double last_level_cache_bytes(const Device& cpu);  // one instance of the outermost cache
+double physical_memory_bytes(const Device& cpu);   // the DRAM level's total, 0 when unknown
 // The largest working set of a sweep: --max-working-set, else 4x (quick) or 8x the total LLC.
 double max_working_set_bytes(const ProbeOptions& options, const Device& cpu);
 

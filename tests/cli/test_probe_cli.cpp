@@ -3,6 +3,7 @@
 // than memory — giving one line on stderr, exit 2 and no output file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -59,6 +60,7 @@ void expect_bad_input(const std::vector<std::string>& args, const std::string& m
 }
 
 void expect_physics(const rafter::MachineProfile& p);
+void expect_trials(const rafter::MachineProfile& p);
 
 }  // namespace
 
@@ -83,6 +85,7 @@ TEST(ProbeCli, QuickRunIsValidAndPhysical) {
     EXPECT_FALSE(c.isa.empty()) << c.id();
   }
   expect_physics(p);
+  expect_trials(p);
 }
 
 namespace {
@@ -115,6 +118,35 @@ void expect_physics(const rafter::MachineProfile& p) {
       EXPECT_FALSE(c.datasheet_basis.empty());
       EXPECT_TRUE(c.datasheet_ratio.has_value());
     }
+}
+
+// All-core bandwidth ceilings are the best of their trials, with the trials' spread and flag beside.
+void expect_trials(const rafter::MachineProfile& p) {
+  if (p.devices[0].cores < 2) return;  // no all-core sweep, no trials
+  int with_trials = 0;
+  for (const auto& c : p.ceilings) {
+    if (c.kind != rafter::CeilingKind::Bandwidth || c.scope != "device") continue;
+    ASSERT_TRUE(c.params.contains("trials")) << c.id();
+    const auto& trials = c.params.at("trials");
+    EXPECT_GE(trials.size(), 2u) << c.id();
+    double best = 0, first_at = -1;
+    for (const auto& t : trials) {
+      best = std::max(best, t.at("median").get<double>());
+      EXPECT_GE(t.at("at_seconds").get<double>(), first_at) << c.id();  // in the order taken
+      first_at = t.at("at_seconds").get<double>();
+    }
+    EXPECT_DOUBLE_EQ(c.figure.value, best) << c.id();
+    const auto& m = c.params.at("trial_medians");
+    EXPECT_LE(m.at("min").get<double>(), m.at("median").get<double>()) << c.id();
+    EXPECT_DOUBLE_EQ(m.at("max").get<double>(), best) << c.id();
+    const bool disagree = c.params.at("trials_disagree").get<bool>();
+    EXPECT_EQ(disagree, c.params.at("between_trial_spread").get<double>() > 0.15) << c.id();
+    if (disagree && c.flag != "throttled") {
+      EXPECT_EQ(c.flag, "drifting") << c.id();
+    }
+    ++with_trials;
+  }
+  EXPECT_GT(with_trials, 0);
 }
 
 }  // namespace
