@@ -6,7 +6,8 @@
 # On a shared or virtual machine the DRAM bandwidth drifts by tens of percent within minutes, so
 # each memory-bound operator is also compared with the DRAM ceiling of a quick bandwidth probe run
 # right before it and right after it (the higher of the two: the stricter reference), next to the
-# full probe's ceiling and the best DRAM figure seen anywhere in this run.
+# full probe's ceiling and the best DRAM figure seen anywhere in this run; and, finest-grained,
+# with the all-core read rafter profile times right before each repeat (details.dram_reference).
 # Usage: bench/cpu_operators.sh [BUILD_DIR] [machine.json]   (default build-B; probes if no file)
 # Writes bench/out/cpu_operators/{machine.json,<op>.json,<op>.before.json,<op>.after.json,table.md}.
 # Timings on a shared machine are noisy: the table keeps median, min and max of every operator.
@@ -72,8 +73,8 @@ def best(cs, kind, resource, operation=None):
 m = ceilings(machine)
 dram = best(m, "bandwidth", "DRAM")
 seen = [dram["figure"]["value"]] if dram else []
-rows = ["| operator | precision | shape | median | min–max | achieved | vs full probe | vs adjacent probes | vs best DRAM seen | check |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+rows = ["| operator | precision | shape | median | min–max | achieved | vs full probe | vs adjacent probes | vs best DRAM seen | vs paired read (median, min–max) | check |",
+        "|---|---|---|---|---|---|---|---|---|---|---|"]
 mem = []
 for f in sorted(glob.glob(os.path.join(out, "*.json"))):
     base = os.path.basename(f)
@@ -89,7 +90,7 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
         ach = sum(r["flops"].values()) / med
         cv = ceil["figure"]["value"] if ceil else float("nan")
         rows.append(f'| gemm | {r["precision"]} | {shape} | {timing} | {ach/1e9:.1f} GFLOP/s '
-                    f'| {ach/cv:.0%} of {cv/1e9:.1f} GFLOP/s ({ceil["isa"] if ceil else "none"}) | - | - | {check} |')
+                    f'| {ach/cv:.0%} of {cv/1e9:.1f} GFLOP/s ({ceil["isa"] if ceil else "none"}) | - | - | - | {check} |')
         continue
     adj = []
     for side in ("before", "after"):
@@ -99,17 +100,21 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
             if c: adj.append(c["figure"]["value"])
     seen += adj
     b = next((x["bytes"] for x in r["bytes"] if x["level"] == "DRAM"), r["compulsory_bytes"])
-    mem.append((r, shape, timing, b / med, max(adj) if adj else float("nan"), adj, check))
+    ref = r.get("details", {}).get("dram_reference")
+    paired = (f'{ref["efficiency"]["median"]:.0%} ({ref["efficiency"]["min"]:.0%}–{ref["efficiency"]["max"]:.0%}) '
+              f'of {ref["bytes_per_second"]["median"]/1e9:.1f}') if ref else "-"
+    mem.append((r, shape, timing, b / med, max(adj) if adj else float("nan"), adj, check, paired))
 top = max(seen) if seen else float("nan")
 dv = dram["figure"]["value"] if dram else float("nan")
-for r, shape, timing, ach, adj_max, adj, check in mem:
+for r, shape, timing, ach, adj_max, adj, check, paired in mem:
     adj_txt = " / ".join(f"{a/1e9:.1f}" for a in adj)
     rows.append(f'| {r["op"]} {r["phase"]} | {r["precision"]} | {shape} | {timing} | {ach/1e9:.1f} GB/s '
                 f'| {ach/dv:.0%} of {dv/1e9:.1f} | {ach/adj_max:.0%} of {adj_max/1e9:.1f} ({adj_txt}) '
-                f'| {ach/top:.0%} of {top/1e9:.1f} | {check} |')
+                f'| {ach/top:.0%} of {top/1e9:.1f} | {paired} | {check} |')
 rows.append("")
 rows.append(f"DRAM ceilings (all cores, best operation): full probe {dv/1e9:.1f} GB/s; quick probes around the "
-            f"operators {min(seen)/1e9:.1f}–{top/1e9:.1f} GB/s. Bytes are the operator's analytic DRAM traffic.")
+            f"operators {min(seen)/1e9:.1f}–{top/1e9:.1f} GB/s. Bytes are the operator's analytic DRAM traffic. "
+            f"Paired read: rafter's own all-core read of 256 MiB right before each repeat (run.json details.dram_reference).")
 open(os.path.join(out, "table.md"), "w").write("\n".join(rows) + "\n")
 print("\n".join(rows))
 PY

@@ -96,3 +96,30 @@ TEST(CpuKernels, CollectivesAreListedAsNoBackend) {
   EXPECT_FALSE(r.note.empty());
   EXPECT_GT(r.total_flops(), 0);  // the plan's cost is still there
 }
+
+// Streaming operators timed with flushed caches carry a DRAM reference read right before each
+// repeat, and their efficiency against it; small or warm-cache runs do not.
+TEST(CpuKernels, StreamingOperatorsCarryAPairedDramReference) {
+  auto ctx = tiny_context();
+  ctx.warm_cache = false;
+  ctx.policy = RepeatPolicy{1, 3, 3, 0.0, 0.0};
+  const auto& add = OperatorRegistry::instance().get("residual_add");
+  const auto big = normalize_instance(add, {"residual_add", "", "fwd", {{"tokens", 8192}, {"hidden", 4096}}, "bf16", 1});
+  const auto r = profile_instance(big, ctx, {});
+  ASSERT_EQ(r.status, RecordStatus::Ok) << r.note;
+  ASSERT_TRUE(r.details.contains("dram_reference"));
+  const auto& ref = r.details["dram_reference"];
+  EXPECT_GT(ref["bytes_per_second"]["median"].get<double>(), 1e9);
+  EXPECT_LE(ref["bytes_per_second"]["min"].get<double>(), ref["bytes_per_second"]["max"].get<double>());
+  const double eff = ref["efficiency"]["median"].get<double>();
+  EXPECT_GT(eff, 0.05);  // 3 x 64 MiB moved in the time the reference needs for 256 MiB: a few tenths to ~1.5
+  EXPECT_LT(eff, 5.0);
+  // Consistent with the record: efficiency x reference ~ DRAM bytes / time (medians of different series).
+  const double rate = r.bytes_at("DRAM")->bytes / r.time->value;
+  EXPECT_NEAR(eff * ref["bytes_per_second"]["median"].get<double>() / rate, 1.0, 0.5);
+  ctx.warm_cache = true;
+  EXPECT_FALSE(profile_instance(big, ctx, {}).details.contains("dram_reference"));
+  ctx.warm_cache = false;
+  const auto small = normalize_instance(add, {"residual_add", "", "fwd", {{"tokens", 64}, {"hidden", 256}}, "bf16", 1});
+  EXPECT_FALSE(profile_instance(small, ctx, {}).details.contains("dram_reference"));
+}

@@ -1,8 +1,12 @@
 // The two CPU backends: cpu.onednn (GEMMs through oneDNN) and cpu.native (our own kernels for
 // the rest). Both check an instance first (a small shape: random FP64 data, outputs poisoned,
 // compared with the FP64 reference at the precision's tolerance) and then time the full shape
-// (random data in storage precision, caches flushed between repeats unless --warm-cache).
+// (random data in storage precision, caches flushed between repeats unless --warm-cache; for
+// streaming operators a DRAM reference read right before each repeat, see DramReference).
 #include <fmt/format.h>
+
+#include <array>
+#include <memory>
 
 #include "cpu_kernel.hpp"
 #include "rafter/collector/error.hpp"
@@ -35,6 +39,47 @@ CacheFlusher& flusher() {
   return f;
 }
 
+// A DRAM reference taken in the operator's own conditions: an all-core read of a 256 MiB buffer
+// right before each repeat (after the flush). On a shared or virtual machine DRAM bandwidth drifts
+// by tens of percent within seconds (this 2-core KVM guest: 22–53 GB/s a second apart), so a
+// ceiling probed minutes earlier says little about the bandwidth a given repeat had; the ratio of
+// the repeat's DRAM traffic rate to the reference just before it does not move with the drift.
+class DramReference {
+ public:
+  static constexpr std::size_t kBytes = std::size_t(256) << 20;
+  double read_bytes_per_second() {
+    if (!buffer_) buffer_ = std::make_unique<Buffer>(kBytes);
+    const auto* p = static_cast<const std::uint64_t*>(buffer_->data());
+    const std::int64_t lines = std::int64_t(kBytes / 64);
+    const double t0 = now_seconds();
+    parallel_for(lines, [&](std::int64_t b, std::int64_t e, int w) {
+      std::uint64_t acc[8] = {};  // eight independent lanes: the loop vectorizes, loads stay in flight
+      for (std::int64_t l = b; l < e; ++l)
+        for (int j = 0; j < 8; ++j) acc[j] += p[l * 8 + j];
+      sink_[std::size_t(w) % sink_.size()] += acc[0] ^ acc[1] ^ acc[2] ^ acc[3] ^ acc[4] ^ acc[5] ^ acc[6] ^ acc[7];
+    }, 4096);
+    return double(kBytes) / (now_seconds() - t0);
+  }
+
+ private:
+  std::unique_ptr<Buffer> buffer_;
+  std::array<std::uint64_t, 64> sink_{};
+};
+
+DramReference& dram_reference() {
+  static DramReference r;
+  return r;
+}
+
+// Streaming operators whose DRAM traffic is this large get the paired reference.
+constexpr double kPairedReferenceMinBytes = 64.0 * (1 << 20);
+
+// Summary of a series as {median, min, max}.
+nlohmann::json series_summary(const std::vector<double>& v) {
+  const Summary s = summarize(v);
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
+}
+
 class CpuBackend : public Backend {
  public:
   CpuBackend(std::string name, int priority) : name_(std::move(name)), priority_(priority) {}
@@ -57,15 +102,38 @@ class CpuBackend : public Backend {
       for (std::size_t i = 0; i < kernel->inputs.size(); ++i) kernel->inputs[i].fill_random(ctx.seed + i);
       for (auto& t : kernel->outputs) t.allocate();
       kernel->prepare();
+      const LevelBytes* dram = record.bytes_at("DRAM");
+      const double dram_bytes = dram ? dram->bytes : record.compulsory_bytes;
+      const bool paired = !ctx.warm_cache && dram_bytes >= kPairedReferenceMinBytes;
+      std::vector<double> reference, seconds;  // per call, warm-ups included (they come first)
       std::function<void()> before;
-      if (!ctx.warm_cache) before = [] { flusher().flush(); };
-      const Summary s = measure_seconds(ctx.policy, [&] { kernel->run(); }, before);
+      if (!ctx.warm_cache)
+        before = [&] {
+          flusher().flush();
+          if (paired) reference.push_back(dram_reference().read_bytes_per_second());
+        };
+      const Summary s = measure_seconds(ctx.policy, [&] {
+        const double t0 = now_seconds();
+        kernel->run();
+        seconds.push_back(now_seconds() - t0);
+      }, before);
       record.time = Figure::measured(s, "s");
       record.emulated = !kernel->emulated_via.empty();
       record.emulated_via = kernel->emulated_via;
       record.details = kernel->details;
       record.details["threads"] = pool_threads();
       record.details["cache"] = ctx.warm_cache ? "warm" : "flushed between repeats";
+      if (paired && reference.size() == seconds.size() && seconds.size() >= s.samples) {
+        std::vector<double> ref, eff;  // the timed calls only: the last s.samples
+        for (std::size_t i = seconds.size() - s.samples; i < seconds.size(); ++i) {
+          ref.push_back(reference[i]);
+          eff.push_back(dram_bytes / seconds[i] / reference[i]);
+        }
+        record.details["dram_reference"] = {
+            {"method", "all-core read of a 256 MiB buffer right before each repeat, after the cache flush"},
+            {"bytes_per_second", series_summary(ref)},
+            {"efficiency", series_summary(eff)}};
+      }
       record.status = (!ctx.check || record.check.passed) ? RecordStatus::Ok : RecordStatus::Invalid;
       if (record.status == RecordStatus::Invalid)
         record.note = fmt::format("check failed: rel error {:.3g} > tolerance {:.3g}", record.check.error,
