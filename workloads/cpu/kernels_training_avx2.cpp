@@ -80,6 +80,17 @@ class CrossEntropyKernel : public Kernel {
     const T* z = inputs[0].as<T>();
     const auto* labels = inputs[1].as<std::int32_t>();
     parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
+      if constexpr (has_avx512_rows<T>) {
+        // Backward: dz = softmax(z) − onehot(label), so the softmax kernel (one exp per value,
+        // each row read once from DRAM) and then the labels' entries.
+        if (bwd_ && avx512::available()) {
+          T* d = outputs[0].as<T>();
+          std::vector<float> scratch(static_cast<std::size_t>(v_ + 16));
+          avx512::softmax_rows(z + b * v_, d + b * v_, e - b, v_, scratch.data());
+          for (std::int64_t r = b; r < e; ++r) st(d + r * v_, labels[r], ld(d + r * v_, labels[r]) - 1.0f);
+          return;
+        }
+      }
       for (std::int64_t r = b; r < e; ++r) {
         const T* zr = z + r * v_;
         const std::int64_t label = labels[r];
