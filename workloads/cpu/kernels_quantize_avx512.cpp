@@ -141,7 +141,10 @@ static inline void codes_128(const bf16* x, const float* scales, const float* in
   }
   const __m512i packed = _mm512_packus_epi16(_mm512_packus_epi32(b[0], b[1]), _mm512_packus_epi32(b[2], b[3]));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  _mm512_storeu_si512(codes, _mm512_permutexvar_epi32(order, packed));
+  // streamed past the caches (no read for ownership of the output lines) when aligned
+  const __m512i out = _mm512_permutexvar_epi32(order, packed);
+  if ((reinterpret_cast<std::uintptr_t>(codes) & 63) == 0) _mm512_stream_si512(reinterpret_cast<__m512i*>(codes), out);
+  else _mm512_storeu_si512(codes, out);
 }
 
 }  // namespace
@@ -175,7 +178,12 @@ void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, st
     while (blk + 16 <= nb) {
       const std::int64_t n = std::min<std::int64_t>((nb - blk) / 16 * 16, 256);
       for (std::int64_t g = 0; g < n; g += 16) scales_256(xr + (blk + g) * 16, sr + blk + g, scale + g, inv + g, tensor_scale);
-      for (std::int64_t g = 0; g < n; g += 8) codes_128(xr + (blk + g) * 16, scale + g, inv + g, cr + (blk + g) * 8);
+      for (std::int64_t g = 0; g < n; g += 8) {
+        // the next row's 4 lines at this position, while this one is coded from L1
+        if (r + 1 < r1)
+          for (int l = 0; l < 128; l += 32) prefetch32(xr + cols + (blk + g) * 16 + l);
+        codes_128(xr + (blk + g) * 16, scale + g, inv + g, cr + (blk + g) * 8);
+      }
       blk += n;
     }
     for (; blk < nb; ++blk) {  // fewer than 16 blocks left
@@ -189,6 +197,7 @@ void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, st
       _mm_storel_epi64(reinterpret_cast<__m128i*>(cr + blk * 8), packed);
     }
   }
+  _mm_sfence();
 }
 
 }  // namespace rafter::workloads::cpu::avx512
