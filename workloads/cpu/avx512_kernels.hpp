@@ -20,11 +20,11 @@ void softmax_rows(const f16* x, f16* y, std::int64_t rows, std::int64_t cols, fl
 float logsumexp(const float* z, std::int64_t n, float* mx, const float* next);
 float logsumexp(const bf16* z, std::int64_t n, float* mx, const bf16* next);
 float logsumexp(const f16* z, std::int64_t n, float* mx, const f16* next);
-// d_j = exp(z_j − mx) · scale
+// d_j = exp(z_j − mx) · scale, streamed: the caller fences (_mm_sfence) before reading d back.
 void scaled_exp(const float* z, float* d, std::int64_t n, float mx, float scale);
 void scaled_exp(const bf16* z, bf16* d, std::int64_t n, float mx, float scale);
 void scaled_exp(const f16* z, f16* d, std::int64_t n, float mx, float scale);
-// SwiGLU: o = silu(g) · u, and its backward.
+// SwiGLU: o = silu(g) · u, and its backward; outputs streamed, the caller fences once per block.
 void swiglu_fwd(const float* g, const float* u, float* o, std::int64_t n);
 void swiglu_fwd(const bf16* g, const bf16* u, bf16* o, std::int64_t n);
 void swiglu_fwd(const f16* g, const f16* u, f16* o, std::int64_t n);

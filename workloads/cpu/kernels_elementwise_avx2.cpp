@@ -121,6 +121,7 @@ class SwigluKernel : public Kernel {
           if (simd) {
             if (bwd) avx512::swiglu_bwd(g, u, dy + r * f, out + r * 2 * f, out + r * 2 * f + f, f);
             else avx512::swiglu_fwd(g, u, out + r * f, f);
+            if (r + 1 == e) _mm_sfence();  // the rows' streamed stores, fenced once per block
             continue;
           }
         }

@@ -77,7 +77,6 @@ void scaled_exp_impl(const T* z, T* d, std::int64_t n, float mx, float scale) {
     const __mmask16 k = tail_mask(n - i);
     store16(d + i, _mm512_mul_ps(exp16_nonpos(_mm512_sub_ps(load16(z + i, k), m)), sc), k);
   }
-  _mm_sfence();
 }
 
 // sigmoid(g) = 1 / (1 + exp(−g))
@@ -114,7 +113,6 @@ void swiglu_fwd_impl(const T* g, const T* u, T* o, std::int64_t n) {
     if (k == 0xffff) store16(o + i, y, true);
     else store16(o + i, y, k);
   }
-  _mm_sfence();
 }
 
 template <class T>
@@ -136,7 +134,6 @@ void swiglu_bwd_impl(const T* g, const T* u, const T* dy, T* dg, T* du, std::int
       store16(du + i, vu, k);
     }
   }
-  _mm_sfence();
 }
 
 template <class T>
@@ -161,7 +158,7 @@ void rmsnorm_fwd_impl(const T* x, const T* w, T* y, std::int64_t n, bool more) {
     if (k == 0xffff) store16(y + i, v, true);
     else store16(y + i, v, k);
   }
-  _mm_sfence();
+  if (!more) _mm_sfence();  // once per block of rows: a fence per row stalls on every row's streamed stores
 }
 
 template <class T>
@@ -188,7 +185,7 @@ void rmsnorm_bwd_impl(const T* x, const T* w, const T* dy, T* dx, float* dw, std
     if (k == 0xffff) store16(dx + i, v, true);
     else store16(dx + i, v, k);
   }
-  _mm_sfence();
+  if (!more) _mm_sfence();  // once per block of rows: a fence per row stalls on every row's streamed stores
 }
 
 // RMSNorm backward of bf16 rows [0, rows) (n % 32 == 0), adding Σ_rows dy·x·rs into dw (natural

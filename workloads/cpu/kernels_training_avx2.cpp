@@ -104,6 +104,7 @@ class CrossEntropyKernel : public Kernel {
             }
             T* d = outputs[0].as<T>() + r * v_;
             avx512::scaled_exp(zr, d, v_, mx, std::exp(mx - lse));
+            _mm_sfence();  // the streamed row is read back below
             st(d, label, ld(d, label) - 1.0f);
             continue;
           }
