@@ -1,6 +1,7 @@
 // The AVX-512 row kernels' own paths that the operator checks' random data does not reach: the
-// one-pass log-sum-exp of bf16 rows must stay exact when the row's max lies far above the first
-// values it starts from (the second pass against the true max takes over).
+// one-pass log-sum-exp and softmax of bf16 rows must stay exact when the row's max lies far above
+// the first values they start from (past ~88 above them the second pass against the true max
+// takes over).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -40,7 +41,9 @@ TEST(CpuRows, OnePassLogSumExpIsExactWhereverTheMaxIs) {
       const float got = avx512::logsumexp(z.data(), n, &got_mx, nullptr);
       SCOPED_TRACE("n=" + std::to_string(n) + " jump=" + std::to_string(jump));
       EXPECT_NEAR(got, want, 1e-5 * std::fabs(want) + 1e-5);
-      EXPECT_EQ(double(got_mx), mx);
+      // the reference it summed against: the row's max, or a value below it (the first values' max)
+      EXPECT_LE(double(got_mx), mx);
+      EXPECT_LT(double(ld(z.data(), n - 7)) - double(got_mx), 88.0);  // e^(z − ref) stays finite
     }
 }
 

@@ -16,7 +16,8 @@ bool available();  // the CPU has AVX-512 F, BW, VL, DQ and BF16
 void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols, float* scratch);
 void softmax_rows(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, float* scratch);
 void softmax_rows(const f16* x, f16* y, std::int64_t rows, std::int64_t cols, float* scratch);
-// log Σ exp(z_j) of one row; *mx receives the row's max; `next` (or null): the row to prefetch.
+// log Σ exp(z_j) of one row; *mx receives the reference the sum was taken against (the row's max
+// or a value below it, never more than ~88 below); `next` (or null): the row to prefetch.
 float logsumexp(const float* z, std::int64_t n, float* mx, const float* next);
 float logsumexp(const bf16* z, std::int64_t n, float* mx, const bf16* next);
 float logsumexp(const f16* z, std::int64_t n, float* mx, const f16* next);

@@ -31,30 +31,29 @@ float logsumexp_impl(const T* z, std::int64_t n, float* mx, const T* next) {
 }
 
 // bf16 rows are read once instead of twice (max pass, then exp pass): summed against m0 = the max
-// of their first 64 values while their max is tracked (sum_exp_bf16<true>). Exact as long as
-// max − m0 is small enough that no term or the sum overflows (e^60 · 2^20 terms ≪ FLT_MAX);
-// otherwise the row is summed again against its max.
-constexpr float kMaxJump = 60.0f;
-constexpr std::int64_t kOnePassMin = 64, kOnePassMax = std::int64_t(1) << 20;
+// of their first 64 values. Any reference gives the same softmax and log-sum-exp while no term and
+// not the sum overflows (a term far below m0 underflows no sooner than against the true max, which
+// is larger); a row whose max lies far enough above m0 for that (> ~88 above it) sums to inf, and is
+// summed again against its max.
+constexpr std::int64_t kOnePassMin = 64;
 
 float logsumexp_bf16(const bf16* z, std::int64_t n, float* mx, const bf16* next) {
-  if (n < kOnePassMin || n > kOnePassMax) return logsumexp_impl(z, n, mx, next);
+  if (n < kOnePassMin) return logsumexp_impl(z, n, mx, next);
   const float m0 = row_max(z, kOnePassMin);
-  const float sum = sum_exp_bf16<true>(z, n, m0, nullptr, next, mx);
-  if (!(*mx - m0 <= kMaxJump)) return std::log(sum_exp(z, n, *mx, nullptr, next)) + *mx;
+  const float sum = sum_exp(z, n, m0, nullptr, next);
+  if (!std::isfinite(sum)) return logsumexp_impl(z, n, mx, next);
+  *mx = m0;
   return std::log(sum) + m0;
 }
 
 // Softmax of bf16 rows, each read once (see above).
 void softmax_bf16(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, float* s) {
-  if (cols < kOnePassMin || cols > kOnePassMax) return softmax_impl(x, y, rows, cols, s);
+  if (cols < kOnePassMin) return softmax_impl(x, y, rows, cols, s);
   for (std::int64_t r = 0; r < rows; ++r) {
     const bf16* xr = x + r * cols;
     const bf16* next = r + 1 < rows ? xr + cols : nullptr;
-    const float m0 = row_max(xr, kOnePassMin);
-    float mx = 0;
-    float sum = sum_exp_bf16<true>(xr, cols, m0, s, next, &mx);
-    if (!(mx - m0 <= kMaxJump)) sum = sum_exp(xr, cols, mx, s, next);
+    float sum = sum_exp(xr, cols, row_max(xr, kOnePassMin), s, next);
+    if (!std::isfinite(sum)) sum = sum_exp(xr, cols, row_max(xr, cols), s, next);
     store_scaled(s, y + r * cols, cols, _mm512_set1_ps(1.0f / sum));
   }
   _mm_sfence();

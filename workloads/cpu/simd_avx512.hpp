@@ -191,21 +191,16 @@ static inline float sum_exp(const T* x, std::int64_t n, float mx, float* out, co
 // The same for bf16 rows: 32 values per 512-bit load split into their even and odd elements by
 // one shift and one and (instead of a zero-extension and a shift per 16); with `out`, each group
 // of 32 exps is stored as its 16 even then 16 odd elements (store_scaled below undoes that).
-// The exps are exp2_16_bf16's: bf16 logits carry 2^-9 relative error already. With kTrackMax,
-// the row's max is also tracked on its keys (3 integer operations per 32 values) into *row_max:
-// callers that sum against a provisional m (the max of the first values) read the row once.
-template <bool kTrackMax>
-static inline float sum_exp_bf16(const bf16* x, std::int64_t n, float mx, float* out, const bf16* next,
-                                 float* row_max_out) {
+// The exps are exp2_16_bf16's: bf16 logits carry 2^-9 relative error already. mx need not be
+// the row's max (callers sum against the max of its first values and check the sum is finite).
+static inline float sum_exp(const bf16* x, std::int64_t n, float mx, float* out, const bf16* next = nullptr) {
   const __m512 l2e = _mm512_set1_ps(kLog2e), ml2e = _mm512_set1_ps(-mx * kLog2e);
   const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __m512 s0 = _mm512_setzero_ps(), s1 = s0;
-  __m512i keys = lowest_key16();
   std::int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     if (next) prefetch32(next + i);
     const __m512i w = _mm512_loadu_si512(x + i);
-    if constexpr (kTrackMax) keys = max_keys16(keys, w);
     const __m512 e0 = exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), l2e, ml2e));
     const __m512 e1 = exp2_16_bf16(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(w, hi)), l2e, ml2e));
     if (out) {
@@ -215,20 +210,13 @@ static inline float sum_exp_bf16(const bf16* x, std::int64_t n, float mx, float*
     s0 = _mm512_add_ps(s0, e0);
     s1 = _mm512_add_ps(s1, e1);
   }
-  float m = i > 0 && kTrackMax ? max_of_keys16<bf16>(keys) : -INFINITY;
   for (; i < n; i += 16) {
     const __mmask16 k = tail_mask(n - i);
-    const __m512 v = load16(x + i, k);
-    if constexpr (kTrackMax) m = std::max(m, _mm512_mask_reduce_max_ps(k, v));
-    const __m512 e = _mm512_maskz_mov_ps(k, exp2_16_bf16(_mm512_fmadd_ps(v, l2e, ml2e)));
+    const __m512 e = _mm512_maskz_mov_ps(k, exp2_16_bf16(_mm512_fmadd_ps(load16(x + i, k), l2e, ml2e)));
     if (out) _mm512_mask_storeu_ps(out + i, k, e);
     s0 = _mm512_add_ps(s0, e);
   }
-  if constexpr (kTrackMax) *row_max_out = m;
   return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-}
-static inline float sum_exp(const bf16* x, std::int64_t n, float mx, float* out, const bf16* next = nullptr) {
-  return sum_exp_bf16<false>(x, n, mx, out, next, nullptr);
 }
 
 // y = s · scale, streamed; s as sum_exp wrote it (fp32 rows: in order).
