@@ -41,8 +41,9 @@ void rmsnorm_fwd(const f16* x, const f16* w, f16* y, std::int64_t n, bool more);
 void rmsnorm_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, std::int64_t n, bool more);
 void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t n, bool more);
 void rmsnorm_bwd(const f16* x, const f16* w, const f16* dy, f16* dx, float* dw, std::int64_t n, bool more);
-// The bf16 backward of a thread's whole block of `rows` rows (n % 32 == 0): dx, and the rows'
-// share of dw added into dw (n floats, natural order).
+// The bf16 forward and backward of a thread's whole block of `rows` rows (n % 32 == 0); the
+// backward adds the rows' share of dw into dw (n floats, natural order).
+void rmsnorm_fwd_rows(const bf16* x, const bf16* w, bf16* y, std::int64_t rows, std::int64_t n);
 void rmsnorm_bwd_rows(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t rows, std::int64_t n);
 // RoPE of one token's `heads` heads of d (d/2 % 16 == 0): y = x·cos ± rotate(x)·sin (sin signed).
 void rope_token(const float* x, float* y, const float* cos, const float* sin, std::int64_t heads, std::int64_t d);

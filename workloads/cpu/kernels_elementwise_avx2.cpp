@@ -36,6 +36,9 @@ class RmsNormKernel : public Kernel {
       parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
         if constexpr (has_avx512_rows<T>) {
           if (avx512::available()) {
+            if constexpr (std::is_same_v<T, bf16>) {
+              if (h_ % 32 == 0) return avx512::rmsnorm_fwd_rows(x + b * h_, w, y + b * h_, e - b, h_);
+            }
             for (std::int64_t r = b; r < e; ++r) avx512::rmsnorm_fwd(x + r * h_, w, y + r * h_, h_, r + 1 < e);
             return;
           }

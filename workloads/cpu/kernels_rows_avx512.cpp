@@ -216,19 +216,54 @@ static inline __m512 rmsnorm_bwd_16(__m512 x, __m512 dy, __m512 w, const RmsBwdR
   *dx = _mm512_fmsub_ps(_mm512_mul_ps(w, dy), r.rs, _mm512_mul_ps(x, r.c));
   return _mm512_mul_ps(_mm512_mul_ps(dy, x), r.rs);
 }
-void rmsnorm_bwd_bf16_rows(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t rows,
-                           std::int64_t n) {
-  // 64-byte aligned scratch (this runs on a pool worker: no Buffer, whose first touch uses the pool)
-  const std::size_t bytes = (static_cast<std::size_t>(n) * 4 + 63) / 64 * 64;
-  const std::unique_ptr<float, decltype(&std::free)> w2(static_cast<float*>(std::aligned_alloc(64, bytes)), &std::free),
-      dw2(static_cast<float*>(std::aligned_alloc(64, bytes)), &std::free);
-  if (!w2 || !dw2) throw std::bad_alloc();
-  std::fill(dw2.get(), dw2.get() + n, 0.0f);
+// n floats, 64-byte aligned (this runs on a pool worker: no Buffer, whose first touch uses the pool).
+using AlignedFloats = std::unique_ptr<float, decltype(&std::free)>;
+AlignedFloats aligned_floats(std::int64_t n) {
+  AlignedFloats p(static_cast<float*>(std::aligned_alloc(64, (static_cast<std::size_t>(n) * 4 + 63) / 64 * 64)), &std::free);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+// The n bf16 values of w (n % 32 == 0) as fp32 in the even/odd split order of the row kernels.
+AlignedFloats split_weights(const bf16* w, std::int64_t n) {
+  AlignedFloats w2 = aligned_floats(n);
   for (std::int64_t i = 0; i < n; i += 32) {
     const __m512i ww = _mm512_loadu_si512(w + i);
     _mm512_store_ps(w2.get() + i, bf16_even(ww));
     _mm512_store_ps(w2.get() + i + 16, bf16_odd(ww));
   }
+  return w2;
+}
+
+// RMSNorm forward of bf16 rows [0, rows) (n % 32 == 0) on the even/odd split, w converted once:
+// ~17 vector operations per 32 values instead of ~22. Each row is read from L2 (prefetched during
+// the previous row's second pass) for its sum of squares, then from L1.
+void rmsnorm_fwd_bf16_rows(const bf16* x, const bf16* w, bf16* y, std::int64_t rows, std::int64_t n) {
+  const AlignedFloats w2 = split_weights(w, n);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const bf16* xr = x + r * n;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    for (std::int64_t i = 0; i < n; i += 32) {
+      const __m512i xw = _mm512_loadu_si512(xr + i);
+      const __m512 e = bf16_even(xw), o = bf16_odd(xw);
+      s0 = _mm512_fmadd_ps(e, e, s0);
+      s1 = _mm512_fmadd_ps(o, o, s1);
+    }
+    const __m512 rs = _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(_mm512_add_ps(s0, s1)) / float(n) + 1e-5f));
+    const bool more = r + 1 < rows;
+    for (std::int64_t i = 0; i < n; i += 32) {
+      if (more) prefetch32(xr + n + i);  // the next row, while this pass runs from L1
+      const __m512i xw = _mm512_loadu_si512(xr + i);
+      store32_even_odd(y + r * n + i, _mm512_mul_ps(_mm512_mul_ps(bf16_even(xw), rs), _mm512_load_ps(w2.get() + i)),
+                       _mm512_mul_ps(_mm512_mul_ps(bf16_odd(xw), rs), _mm512_load_ps(w2.get() + i + 16)));
+    }
+  }
+  _mm_sfence();
+}
+
+void rmsnorm_bwd_bf16_rows(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t rows,
+                           std::int64_t n) {
+  const AlignedFloats w2 = split_weights(w, n), dw2 = aligned_floats(n);
+  std::fill(dw2.get(), dw2.get() + n, 0.0f);
   for (std::int64_t r = 0; r < rows; r += 2) {
     const bool two = r + 1 < rows;
     const RmsBwdRow a = rmsnorm_bwd_sums(x + r * n, dy + r * n, dx + r * n, w2.get(), n);
@@ -321,6 +356,9 @@ void rmsnorm_bwd(const float* x, const float* w, const float* dy, float* dx, flo
 }
 void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t n, bool more) {
   rmsnorm_bwd_impl(x, w, dy, dx, dw, n, more);
+}
+void rmsnorm_fwd_rows(const bf16* x, const bf16* w, bf16* y, std::int64_t rows, std::int64_t n) {
+  rmsnorm_fwd_bf16_rows(x, w, y, rows, n);
 }
 void rmsnorm_bwd_rows(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* dw, std::int64_t rows, std::int64_t n) {
   rmsnorm_bwd_bf16_rows(x, w, dy, dx, dw, rows, n);
