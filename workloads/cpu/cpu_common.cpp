@@ -217,7 +217,7 @@ class Pool {
       ++generation_;
     }
     cv_.notify_all();
-    chunk(0);
+    chunk(fn, n, t, 0);
     std::unique_lock<std::mutex> lk(m_);
     done_cv_.wait(lk, [&] { return pending_ == 0; });
     running_ = false;
@@ -230,9 +230,9 @@ class Pool {
     hwloc_topology_load(topo_);
     start(0);
   }
-  void chunk(int w) {
-    const std::int64_t b = n_ * w / active_, e = n_ * (w + 1) / active_;
-    if (b < e) (*job_)(b, e, w);
+  static void chunk(const std::function<void(std::int64_t, std::int64_t, int)>& job, std::int64_t n, int active, int w) {
+    const std::int64_t b = n * w / active, e = n * (w + 1) / active;
+    if (b < e) job(b, e, w);
   }
   void pin(int w) {
     const int cores = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_CORE);
@@ -248,15 +248,26 @@ class Pool {
       workers_.emplace_back([this, w, seen = generation_]() mutable {
         pin(w);
         for (;;) {
+          // The job is read under the lock, once: a worker with no share in one job may wake only
+          // after the next one was published; reading active_/job_ later (outside the lock) made it
+          // run that next job's share twice and drive pending_ below zero (a hang, seen with 16
+          // threads and jobs of different widths).
+          const std::function<void(std::int64_t, std::int64_t, int)>* job;
+          std::int64_t n;
+          int active;
           {
             std::unique_lock<std::mutex> lk(m_);
             cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
             if (stop_) return;
             seen = generation_;
+            job = job_;
+            n = n_;
+            active = active_;
           }
-          if (w < active_) chunk(w);
+          if (w >= active) continue;
+          chunk(*job, n, active, w);
           std::lock_guard<std::mutex> lk(m_);
-          if (w < active_ && --pending_ == 0) done_cv_.notify_one();
+          if (--pending_ == 0) done_cv_.notify_one();
         }
       });
   }
