@@ -268,7 +268,13 @@ void rmsnorm_bwd_bf16_rows(const bf16* x, const bf16* w, const bf16* dy, bf16* d
     const bool two = r + 1 < rows;
     const RmsBwdRow a = rmsnorm_bwd_sums(x + r * n, dy + r * n, dx + r * n, w2.get(), n);
     const RmsBwdRow b = two ? rmsnorm_bwd_sums(x + (r + 1) * n, dy + (r + 1) * n, dx + (r + 1) * n, w2.get(), n) : a;
+    // the next pair's x and dy (contiguous: 2n each) while this pass runs from L1/L2
+    const std::int64_t next = std::min<std::int64_t>(rows - r - 2, 2) * n;
     for (std::int64_t i = 0; i < n; i += 32) {
+      if (2 * i < next) {
+        prefetch32(x + (r + 2) * n + 2 * i), prefetch32(x + (r + 2) * n + 2 * i + 32);
+        prefetch32(dy + (r + 2) * n + 2 * i), prefetch32(dy + (r + 2) * n + 2 * i + 32);
+      }
       const __m512 we = _mm512_load_ps(w2.get() + i), wo = _mm512_load_ps(w2.get() + i + 16);
       const __m512i ax = _mm512_loadu_si512(a.x + i), ad = _mm512_loadu_si512(a.dy + i);
       __m512 e, o;
