@@ -87,6 +87,12 @@ TEST(CpuKernels, ExactQuantizersAgreeWithTheFp64Definition) {
   // 544 columns: two groups of 16 blocks (AVX-512: all their maxima at once) and a tail of 2 blocks.
   OpInstance wide = normalize_instance(q, {"quantize", "", "fwd", {{"rows", 8}, {"cols", 544}}, "nvfp4", 1});
   EXPECT_LT(profile_instance(wide, ctx, {}).check.error, 1e-3);
+  // cols % 256 == 0: the amax pass keeps each block's max for the coding pass (AVX-512).
+  OpInstance blocks = normalize_instance(q, {"quantize", "", "fwd", {{"rows", 24}, {"cols", 512}}, "nvfp4", 1});
+  auto small = blocks;
+  small.shape = q.check_instance(blocks).shape;
+  ASSERT_EQ(small.shape.at("cols") % 256, 0) << "the check must reach that path";
+  EXPECT_LT(profile_instance(blocks, ctx, {}).check.error, 1e-3);
 }
 
 TEST(CpuKernels, CollectivesAreListedAsNoBackend) {

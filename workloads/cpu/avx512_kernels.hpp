@@ -91,7 +91,14 @@ float abs_max(const bf16* x, std::int64_t n);
 // NVFP4 with 1×16 blocks of bf16 rows [r0, r1) (cols % 32 == 0): per block the E4M3 scale byte
 // encode_e4m3(amax / 6 / tensor_scale), decoded through e4m3_lut (256 entries), then the codes
 // rounded to nearest even by thresholds on |x| / scale, exactly as the scalar encoder.
+// block_amax (or null: computed on the fly): the blocks' |x| maxima as abs_max_blocks wrote them.
 void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, std::int64_t r0, std::int64_t r1,
-                    std::int64_t cols, float tensor_scale, const float* e4m3_lut, std::uint8_t (*encode_e4m3)(float));
+                    std::int64_t cols, float tensor_scale, const float* e4m3_lut, std::uint8_t (*encode_e4m3)(float),
+                    const bf16* block_amax = nullptr);
+// max |x| of rows [r0, r1) (cols % 256 == 0), writing each 1×16 block's |x| max (bf16 bits) to
+// block_amax[(r·cols + c) / 16]: the amax pass that NVFP4 needs anyway (for the tensor scale) has
+// the compute to spare, and the coding pass then reads 1/8 of the input's bytes instead of
+// re-deriving them.
+float abs_max_blocks(const bf16* x, std::int64_t r0, std::int64_t r1, std::int64_t cols, bf16* block_amax);
 
 }  // namespace rafter::workloads::cpu::avx512

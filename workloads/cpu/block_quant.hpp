@@ -17,6 +17,8 @@ struct QuantizedTensor {
   Buffer values;               // fp4: two E2M1 codes per byte (low nibble first); fp8: one byte each
   Buffer scales;               // nvfp4: E4M3 bytes; mxfp4: E8M0 bytes (biased exponent)
   float tensor_scale = 1.0f;   // nvfp4 and fp8
+  Buffer block_amax;           // nvfp4 1×16, cols % 256 == 0: the blocks' |x| maxima (bf16 bits),
+                               // scratch of the AVX-512 quantizer's two passes
   std::int64_t block_cols() const;
   std::int64_t block_rows() const { return block2d ? 16 : 1; }
   std::int64_t scale_count() const;

@@ -56,7 +56,7 @@ static inline __m512i pair_max_u16(__m512i a, __m512i b) {
 // |x| max of each of 16 blocks of 16 bf16 values, all at once: on the bf16 bits with the sign
 // cleared (non-negative bf16 order like their bits), 32 values per vector, halved by pair_max
 // four times (8 → 4 → 2 → 1 vectors, then the last vector's 32 pairs → 16 maxima). Exact.
-static inline __m512 block_amax_16(const bf16* x) {
+static inline __m256i block_amax_bits_16(const bf16* x) {
   const __m512i mag = _mm512_set1_epi16(0x7fff);
   __m512i v[8];
   for (int i = 0; i < 8; ++i) v[i] = _mm512_and_si512(_mm512_loadu_si512(x + 32 * i), mag);
@@ -64,7 +64,7 @@ static inline __m512 block_amax_16(const bf16* x) {
   for (int i = 0; i < 2; ++i) v[i] = pair_max_u16(v[2 * i], v[2 * i + 1]);
   v[0] = pair_max_u16(v[0], v[1]);
   v[0] = pair_max_u16(v[0], v[0]);
-  return bf16x16_to_ps(_mm512_castsi512_si256(v[0]));
+  return _mm512_castsi512_si256(v[0]);
 }
 
 // Codes of 32 bf16 values (two blocks) from their magnitudes |x| as the even and odd elements,
@@ -105,12 +105,15 @@ static inline __m512i quantize_32(__m512i w, const BlockScales& inv) {
   return _mm512_and_si512(byte, _mm512_set1_epi32(0xff));
 }
 
-// Scales of 16 blocks of 16 values (256 columns) of one row: E4M3 bytes to scale_bytes, S to
-// scales and 1/S (0 for an all-zero block, whose codes all come out 0) to inv. Vectorized over the blocks; the rows' groups are independent,
+// Scales of 16 blocks of 16 values (256 columns) of one row, from their maxima (amax_bits, or
+// computed here when null): E4M3 bytes to scale_bytes, S to scales and 1/S (0 for an all-zero
+// block, whose codes all come out 0) to inv. Vectorized over the blocks; the rows' groups are independent,
 // so out-of-order execution overlaps this long dependency chain (amax tree, divisions)
 // with the next group's.
-static inline void scales_256(const bf16* x, std::uint8_t* scale_bytes, float* scales, float* inv, float tensor_scale) {
-  const __m512 s = _mm512_div_ps(_mm512_div_ps(block_amax_16(x), _mm512_set1_ps(6.0f)), _mm512_set1_ps(tensor_scale));
+static inline void scales_256(const bf16* x, const bf16* amax_bits, std::uint8_t* scale_bytes, float* scales, float* inv,
+                              float tensor_scale) {
+  const __m256i bits = amax_bits ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(amax_bits)) : block_amax_bits_16(x);
+  const __m512 s = _mm512_div_ps(_mm512_div_ps(bf16x16_to_ps(bits), _mm512_set1_ps(6.0f)), _mm512_set1_ps(tensor_scale));
   const __m512i sb = e4m3_codes(s);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(scale_bytes), _mm512_cvtepi32_epi8(sb));
   // E4M3 byte → value: normal codes by placing exponent (+120) and mantissa into fp32's fields,
@@ -166,8 +169,24 @@ float abs_max(const bf16* x, std::int64_t n) {
   return ld(&m, 0);
 }
 
+float abs_max_blocks(const bf16* x, std::int64_t r0, std::int64_t r1, std::int64_t cols, bf16* block_amax) {
+  __m256i m = _mm256_setzero_si256();
+  for (std::int64_t r = r0; r < r1; ++r)
+    for (std::int64_t c = 0; c < cols; c += 256) {
+      const __m256i bits = block_amax_bits_16(x + r * cols + c);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(block_amax + (r * cols + c) / 16), bits);
+      m = _mm256_max_epu16(m, bits);
+    }
+  alignas(32) std::uint16_t lanes[16];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), m);
+  std::uint16_t top = 0;
+  for (std::uint16_t l : lanes) top = l > top ? l : top;
+  return ld(&top, 0);
+}
+
 void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, std::int64_t r0, std::int64_t r1,
-                    std::int64_t cols, float tensor_scale, const float* e4m3_lut, std::uint8_t (*encode_e4m3)(float)) {
+                    std::int64_t cols, float tensor_scale, const float* e4m3_lut, std::uint8_t (*encode_e4m3)(float),
+                    const bf16* block_amax) {
   const std::int64_t nb = cols / 16;
   for (std::int64_t r = r0; r < r1; ++r) {
     const bf16* xr = x + r * cols;
@@ -177,7 +196,9 @@ void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, st
     std::int64_t blk = 0;
     while (blk + 16 <= nb) {
       const std::int64_t n = std::min<std::int64_t>((nb - blk) / 16 * 16, 256);
-      for (std::int64_t g = 0; g < n; g += 16) scales_256(xr + (blk + g) * 16, sr + blk + g, scale + g, inv + g, tensor_scale);
+      for (std::int64_t g = 0; g < n; g += 16)
+        scales_256(xr + (blk + g) * 16, block_amax ? block_amax + r * nb + blk + g : nullptr, sr + blk + g, scale + g,
+                   inv + g, tensor_scale);
       for (std::int64_t g = 0; g < n; g += 8) {
         // the next row's 4 lines at this position, while this one is coded from L1
         if (r + 1 < r1)
