@@ -155,12 +155,6 @@ class GlaKernel : public GlaKernelBase {
   }
 
  private:
-  std::int64_t kidx(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return ((b * s_ + t) * H_ + h) * dk_;
-  }
-  std::int64_t vidx(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return ((b * s_ + t) * H_ + h) * dv_;
-  }
   const T* in(int i) const { return inputs[std::size_t(i)].as<T>(); }
 
   void head(std::int64_t b, std::int64_t h, GlaScratch& w) const {
@@ -184,19 +178,7 @@ class GlaKernel : public GlaKernelBase {
 
   // Converts the chunk starting at t0 to fp32 and forms its cumulative log-gates.
   void load_chunk(std::int64_t b, std::int64_t h, std::int64_t t0, GlaScratch& w) const {
-    for (std::int64_t t = 0; t < C_; ++t) {
-      const auto kq = kidx(b, t0 + t, h), kv = vidx(b, t0 + t, h);
-      float *q = &w.q[std::size_t(t * dk_)], *k = &w.k[std::size_t(t * dk_)],
-            *cum = &w.cum[std::size_t(t * dk_)];
-      const float* prev = t ? &w.cum[std::size_t((t - 1) * dk_)] : nullptr;
-      for (std::int64_t i = 0; i < dk_; ++i) {
-        q[i] = ld(in(0), kq + i);
-        k[i] = ld(in(1), kq + i);
-        cum[i] = (prev ? prev[i] : 0.0f) + ld(in(3), kq + i);
-      }
-      float* v = &w.v[std::size_t(t * dv_)];
-      for (std::int64_t j = 0; j < dv_; ++j) v[j] = ld(in(2), kv + j);
-    }
+    stage_chunk<T>(b, h, t0, w.q.data(), w.k.data(), w.cum.data(), w.v.data());
   }
 
   // AT (C×C, A_tτ at [τ][t], zero for τ > t): per sub-chunk of tokens [s0, s1), the earlier

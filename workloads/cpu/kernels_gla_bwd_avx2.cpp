@@ -58,31 +58,15 @@ class GlaBwdKernel : public GlaKernelBase {
   }
 
  private:
-  std::int64_t kidx(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return ((b * s_ + t) * H_ + h) * dk_;
-  }
-  std::int64_t vidx(std::int64_t b, std::int64_t t, std::int64_t h) const {
-    return ((b * s_ + t) * H_ + h) * dv_;
-  }
   const T* in(int i) const { return inputs[std::size_t(i)].as<T>(); }
   T* out(int i) const { return outputs[std::size_t(i)].as<T>(); }
 
-  // Converts the chunk starting at t0 to fp32 and forms its cumulative log-gates.
+  // Converts the chunk starting at t0 to fp32 (q, k, v, the cumulative log-gates, and dO).
   void load_chunk(std::int64_t b, std::int64_t h, std::int64_t t0, GlaBwdScratch& w) const {
+    stage_chunk<T>(b, h, t0, w.q.data(), w.k.data(), w.cum.data(), w.v.data());
     for (std::int64_t t = 0; t < C_; ++t) {
-      const auto kq = kidx(b, t0 + t, h), kv = vidx(b, t0 + t, h);
-      float *q = &w.q[std::size_t(t * dk_)], *k = &w.k[std::size_t(t * dk_)],
-            *cum = &w.cum[std::size_t(t * dk_)];
-      const float* prev = t ? &w.cum[std::size_t((t - 1) * dk_)] : nullptr;
-      for (std::int64_t i = 0; i < dk_; ++i) {
-        q[i] = ld(in(0), kq + i);
-        k[i] = ld(in(1), kq + i);
-        cum[i] = (prev ? prev[i] : 0.0f) + ld(in(3), kq + i);
-      }
-      for (std::int64_t j = 0; j < dv_; ++j) {
-        w.v[std::size_t(t * dv_ + j)] = ld(in(2), kv + j);
-        w.dO[std::size_t(t * dv_ + j)] = ld(in(4), kv + j);
-      }
+      const auto kv = vidx(b, t0 + t, h);
+      for (std::int64_t j = 0; j < dv_; ++j) w.dO[std::size_t(t * dv_ + j)] = ld(in(4), kv + j);
     }
   }
 
