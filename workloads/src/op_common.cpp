@@ -105,4 +105,10 @@ HostTensor empty_tensor(std::string name, std::vector<std::int64_t> dims) {
 
 std::int64_t check_dim(std::int64_t value, std::int64_t cap) { return std::min(value, cap); }
 
+void check_gqa_heads(OpInstance& small, const OpInstance& full, std::int64_t max_group) {
+  const auto group = full.shape.at("heads") / full.shape.at("kv_heads");
+  small.shape["kv_heads"] = std::min<std::int64_t>(full.shape.at("kv_heads"), 2);
+  small.shape["heads"] = small.shape["kv_heads"] * std::min<std::int64_t>(group, max_group);
+}
+
 }  // namespace rafter::workloads::detail

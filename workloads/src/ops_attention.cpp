@@ -82,9 +82,7 @@ class AttentionPrefillOp : public detail::CatalogueOp {
     OpInstance s = full;
     s.shape["batch"] = detail::check_dim(full.shape.at("batch"), 2);
     s.shape["seq"] = detail::check_dim(full.shape.at("seq"), 48);
-    const auto group = full.shape.at("heads") / full.shape.at("kv_heads");
-    s.shape["kv_heads"] = std::min<std::int64_t>(full.shape.at("kv_heads"), 2);
-    s.shape["heads"] = s.shape["kv_heads"] * std::min<std::int64_t>(group, 2);
+    detail::check_gqa_heads(s, full, 2);
     return s;
   }
   Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {
@@ -132,9 +130,7 @@ class AttentionDecodeOp : public detail::CatalogueOp {
     OpInstance s = full;
     s.shape["batch"] = detail::check_dim(full.shape.at("batch"), 2);
     s.shape["kv_len"] = detail::check_dim(full.shape.at("kv_len"), 200);
-    const auto group = full.shape.at("heads") / full.shape.at("kv_heads");
-    s.shape["kv_heads"] = std::min<std::int64_t>(full.shape.at("kv_heads"), 2);
-    s.shape["heads"] = s.shape["kv_heads"] * std::min<std::int64_t>(group, 4);
+    detail::check_gqa_heads(s, full, 4);
     return s;
   }
   Problem make_problem(const OpInstance& inst, std::uint64_t seed) const override {

@@ -43,9 +43,7 @@ OpInstance shrink(const OpInstance& full) {
   s.shape["seq"] = detail::check_dim(full.shape.at("seq"), 40);
   s.shape["kv_seq"] = std::max(s.shape["seq"], detail::check_dim(full.shape.at("kv_seq"), 48));
   if (full.shape.count("kv_heads")) {
-    const auto group = full.shape.at("heads") / full.shape.at("kv_heads");
-    s.shape["kv_heads"] = std::min<std::int64_t>(full.shape.at("kv_heads"), 2);
-    s.shape["heads"] = s.shape["kv_heads"] * std::min<std::int64_t>(group, 2);
+    detail::check_gqa_heads(s, full, 2);
   } else {
     s.shape["heads"] = detail::check_dim(full.shape.at("heads"), 3);
   }
