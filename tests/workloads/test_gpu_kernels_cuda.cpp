@@ -37,6 +37,7 @@ std::vector<Case> cases() {
       {"rope", "fwd", "bf16", {{"tokens", 12}, {"heads", 3}, {"head_dim", 128}, {"seq", 7}}},
       {"rope", "bwd", "bf16", {{"tokens", 12}, {"heads", 3}, {"head_dim", 64}, {"seq", 7}}},
       {"rope", "fwd", "bf16", {{"tokens", 40}, {"heads", 64}, {"head_dim", 128}, {"seq", 4096}}},
+      {"rope", "fwd", "bf16", {{"tokens", 8192}, {"heads", 5}, {"head_dim", 128}, {"seq", 4096}}},  // all heads a thread
       {"residual_add", "fwd", "bf16", {{"tokens", 8}, {"hidden", 300}}},
       {"embedding", "fwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},
       {"embedding", "bwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},

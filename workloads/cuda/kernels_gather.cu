@@ -13,23 +13,26 @@ int blocks_for(std::int64_t items, int threads = 256) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(b, 1 << 20)));
 }
 
-// One thread per (token, 8-value vector of the first half of the head): its 8 angles' sin/cos are
-// computed once and applied to every head of q, then of k (rotate-half pairing with the vector d/2
-// further), four heads' loads in flight at a time.
-__device__ __forceinline__ void rope_heads(const bf16* __restrict__ src, bf16* __restrict__ dst, int heads, int d,
-                                           const float (&c)[8], const float (&s)[8]) {
+// One thread per (token, group of heads, 8-value vector of the first half of the head): its 8
+// angles' sin/cos are computed once and applied to every head of its group in q, then in k
+// (rotate-half pairing with the vector d/2 further), four heads' loads in flight at a time. Groups
+// span all heads when there are tokens enough to fill the GPU (prefill: sin/cos once per token);
+// with few tokens (decode, batch 8: 64 threads for 32 heads walked serially took 38 µs) the heads
+// are split across threads so that the launch has parallelism at all.
+__device__ __forceinline__ void rope_heads(const bf16* __restrict__ src, bf16* __restrict__ dst, int h_begin,
+                                           int h_end, int d, const float (&c)[8], const float (&s)[8]) {
   constexpr int kUnroll = 4;
-  for (int h0 = 0; h0 < heads; h0 += kUnroll) {
+  for (int h0 = h_begin; h0 < h_end; h0 += kUnroll) {
     float lo[kUnroll][8], hi[kUnroll][8];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (h0 + u < heads) {
+      if (h0 + u < h_end) {
         to_float8(load8_stream(src + (h0 + u) * d), lo[u]);
         to_float8(load8_stream(src + (h0 + u) * d + d / 2), hi[u]);
       }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (h0 + u < heads) {
+      if (h0 + u < h_end) {
         float olo[8], ohi[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
@@ -44,13 +47,16 @@ __device__ __forceinline__ void rope_heads(const bf16* __restrict__ src, bf16* _
 
 __global__ void rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k, bf16* __restrict__ qo,
                             bf16* __restrict__ ko, std::int64_t tokens, std::int64_t seq, int q_heads,
-                            int kv_heads, int d, float log2_base, float sign) {
+                            int kv_heads, int d, int heads_per_group, float log2_base, float sign) {
   const int half_vecs = d / 16;
-  const std::int64_t items = tokens * half_vecs;
+  const int groups = (max(q_heads, kv_heads) + heads_per_group - 1) / heads_per_group;
+  const std::int64_t items = tokens * groups * half_vecs;
   for (std::int64_t it = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; it < items;
        it += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t token = it / half_vecs;
-    const int j = static_cast<int>(it % half_vecs) * 8;
+    const std::int64_t token = it / (std::int64_t(groups) * half_vecs);
+    const int rest = static_cast<int>(it % (std::int64_t(groups) * half_vecs));
+    const int h_begin = (rest / half_vecs) * heads_per_group;
+    const int j = (rest % half_vecs) * 8;
     const float pos = static_cast<float>(token % seq);
     float c[8], s[8];
 #pragma unroll
@@ -59,8 +65,11 @@ __global__ void rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__
       sincosf(pos * inv_freq, &s[e], &c[e]);
       s[e] *= sign;
     }
-    rope_heads(q + token * q_heads * d + j, qo + token * q_heads * d + j, q_heads, d, c, s);
-    if (k) rope_heads(k + token * kv_heads * d + j, ko + token * kv_heads * d + j, kv_heads, d, c, s);
+    rope_heads(q + token * q_heads * d + j, qo + token * q_heads * d + j, h_begin,
+               min(q_heads, h_begin + heads_per_group), d, c, s);
+    if (k)
+      rope_heads(k + token * kv_heads * d + j, ko + token * kv_heads * d + j, h_begin,
+                 min(kv_heads, h_begin + heads_per_group), d, c, s);
   }
 }
 
@@ -205,14 +214,27 @@ void require(bool ok, const char* what) {
 
 }  // namespace
 
+// Heads per thread: all of them while the launch still has >= kRopeMinThreads threads (sin/cos
+// once per token and vector), else halved until it has (or one head per thread).
+constexpr std::int64_t kRopeMinThreads = 64 * 1024;
+
+static int rope_heads_per_group(std::int64_t tokens, std::int64_t heads, std::int64_t head_dim) {
+  std::int64_t per_group = heads;
+  const auto threads = [&](std::int64_t g) { return tokens * ((heads + g - 1) / g) * (head_dim / 16); };
+  while (per_group > 1 && threads(per_group) < kRopeMinThreads) per_group = (per_group + 1) / 2;
+  return static_cast<int>(per_group);
+}
+
 void rope_fwd(const bf16* q, const bf16* k, bf16* q_out, bf16* k_out, std::int64_t tokens, std::int64_t seq,
               std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim, float base, bool inverse,
               cudaStream_t stream) {
   require(head_dim % 16 == 0, "rope: head_dim must be a multiple of 16");
-  std::int64_t items = tokens * (head_dim / 16);
-  rope_kernel<<<blocks_for(items), 256, 0, stream>>>(q, k, q_out, k_out, tokens, seq, int(q_heads), int(kv_heads),
-                                                     int(head_dim), std::log2(base),
-                                                     inverse ? -1.f : 1.f);
+  const std::int64_t heads = std::max(q_heads, k ? kv_heads : 0);
+  const int per_group = rope_heads_per_group(tokens, heads, head_dim);
+  const std::int64_t items = tokens * ((heads + per_group - 1) / per_group) * (head_dim / 16);
+  rope_kernel<<<blocks_for(items), 256, 0, stream>>>(q, k, q_out, k_out, tokens, seq, int(q_heads),
+                                                     int(k ? kv_heads : 0), int(head_dim), per_group,
+                                                     std::log2(base), inverse ? -1.f : 1.f);
   RAFTER_CUDA_LAUNCH_CHECK("rope_kernel");
 }
 

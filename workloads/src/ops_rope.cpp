@@ -17,6 +17,7 @@ class RopeOp : public detail::CatalogueOp {
                      {"head_dim", 128, "head dimension (even)"}, {"seq", 4096, "sequence length (positions)"}},
                     detail::activation_precisions(), {"fwd", "bwd"}) {}
 
+  std::string slice_axis(const OpInstance&) const override { return "tokens"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double t = detail::dimension(inst, "tokens"), h = detail::dimension(inst, "heads"),
                  d = detail::dimension(inst, "head_dim");
@@ -28,7 +29,9 @@ class RopeOp : public detail::CatalogueOp {
   }
   OpInstance check_instance(const OpInstance& full) const override {
     OpInstance s = full;
-    s.shape["tokens"] = detail::check_dim(full.shape.at("tokens"), 12);
+    // Up to 8192 tokens: the GPU kernel gives a thread all heads only from 64K threads (8192 tokens
+    // x 8 vectors at head_dim 128) and splits heads across threads below that; the check covers both.
+    s.shape["tokens"] = detail::check_dim(full.shape.at("tokens"), 8192);
     s.shape["heads"] = detail::check_dim(full.shape.at("heads"), 3);
     s.shape["seq"] = detail::check_dim(full.shape.at("seq"), 7);
     return s;
