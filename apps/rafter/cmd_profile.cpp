@@ -11,6 +11,7 @@
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/json_io.hpp"
 #include "rafter/collector/machine_profile.hpp"
+#include "rafter/workloads/memory_plan.hpp"
 #include "rafter/workloads/profile_report.hpp"
 #include "rafter/workloads/suite.hpp"
 
@@ -117,6 +118,31 @@ std::vector<OpInstance> selected_instances(const ProfileArgs& a, nlohmann::json&
   return instances;
 }
 
+// A planned record with the backend `device` would run it on (status no_backend when none), and
+// where that device can say its free memory, what the memory plan would do (a slice, or
+// does_not_fit). Nothing runs.
+OperatorRecord plan_on_device(const OpInstance& inst, const std::string& device, const std::vector<MemoryLevel>& levels) {
+  OperatorRecord r = planned_record(inst, levels);
+  r.device = device;
+  Backend* backend = backend_for(inst, device);
+  if (!backend) {
+    r.status = RecordStatus::NoBackend;
+    r.note = fmt::format("no {} backend runs {} in {}", device, inst.op, r.precision);
+    return r;
+  }
+  r.backend = backend->name();
+  ExecContext ctx;
+  ctx.device = device;
+  const auto& op = OperatorRegistry::instance().get(inst.op);
+  const MemoryPlan plan = plan_memory(
+      op, normalize_instance(op, inst), backend->free_memory_bytes(ctx),
+      [backend](const OpInstance& i, double footprint) { return backend->extra_memory_bytes(i, footprint); }, levels);
+  if (plan.verdict == MemoryPlan::Verdict::DoesNotFit) r.status = RecordStatus::DoesNotFit;
+  r.scaled_from = plan.scaled;
+  r.note = plan.note;
+  return r;
+}
+
 void emit(const ProfileArgs& a, const Run& run, bool planned) {
   if (a.json) fmt::print("{}\n", to_json(run).dump(2));
   else if (a.csv) fmt::print("{}", planned ? plan_csv(run) : run_csv(run));
@@ -144,7 +170,7 @@ void run_profile(const ProfileArgs& a) {
     run.device.memory_levels = levels;
     run.suite = suite;
     run.conditions = {{"mode", "plan"}};
-    for (const auto& i : instances) run.records.push_back(planned_record(i, levels));
+    for (const auto& i : instances) run.records.push_back(plan_on_device(i, a.device, levels));
     emit(out, run, true);
     return;
   }
@@ -157,6 +183,9 @@ void run_profile(const ProfileArgs& a) {
   ctx.threads = a.threads;
   Run run = run_instances(instances, ctx, suite);
   run.conditions["quick"] = a.quick;
+  // One operator that does not fit the device is a size that does not fit: one line, exit 2.
+  if (!a.op.empty() && run.records.size() == 1 && run.records.front().status == RecordStatus::DoesNotFit)
+    throw InputError(run.records.front().note);
   emit(out, run, false);
   const auto totals = step_totals(run);
   if (totals.invalid || totals.failed) {

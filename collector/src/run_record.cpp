@@ -16,15 +16,17 @@ std::string_view to_string(RecordStatus s) {
     case RecordStatus::NoBackend: return "no_backend";
     case RecordStatus::Planned: return "planned";
     case RecordStatus::Failed: return "failed";
+    case RecordStatus::DoesNotFit: return "does_not_fit";
   }
   return "ok";
 }
 
 RecordStatus record_status_from_string(std::string_view s) {
   for (RecordStatus v : {RecordStatus::Ok, RecordStatus::Invalid, RecordStatus::NoBackend, RecordStatus::Planned,
-                         RecordStatus::Failed})
+                         RecordStatus::Failed, RecordStatus::DoesNotFit})
     if (to_string(v) == s) return v;
-  throw FormatError(fmt::format("unknown status '{}' (ok, invalid, no_backend, planned, failed)", s));
+  throw FormatError(
+      fmt::format("unknown status '{}' (ok, invalid, no_backend, planned, failed, does_not_fit)", s));
 }
 
 double OperatorRecord::total_flops() const {
@@ -64,6 +66,10 @@ json to_json(const OperatorRecord& r) {
             {"note", r.note}};
   if (r.emulated) j["emulated_via"] = r.emulated_via;
   if (r.time) j["time"] = to_json(*r.time);
+  if (const auto& s = r.scaled_from)
+    j["scaled_from"] = {{"axis", s->axis},     {"slice", s->slice},
+                        {"full", s->full},     {"factor", s->factor},
+                        {"needed_bytes", s->needed_bytes}, {"free_bytes", s->free_bytes}};
   return j;
 }
 
@@ -106,6 +112,14 @@ OperatorRecord record_from_json(const JsonReader& r) {
   if ((o.status == RecordStatus::Ok || o.status == RecordStatus::Invalid) && !o.time)
     r.fail("time", "missing for a timed record");
   if (o.time && !(o.time->value > 0)) r.fail("time.value", "must be positive");
+  if (r.has("scaled_from")) {
+    JsonReader s = r.object("scaled_from");
+    ScaledFrom sf{s.string("axis"), s.integer("slice"), s.integer("full"), s.number("factor"),
+                  s.number_or("needed_bytes", 0), s.number_or("free_bytes", 0)};
+    if (!(sf.slice > 0 && sf.slice < sf.full)) s.fail("slice", "must be positive and below full");
+    if (!(sf.factor >= 1)) s.fail("factor", "must be at least 1");
+    o.scaled_from = sf;
+  }
   JsonReader flops = r.object("flops");
   for (const auto& [k, v] : flops.raw().items()) o.flops[k] = flops.number(k);
   for (std::size_t i = 0; i < r.array("bytes").size(); ++i) {

@@ -135,3 +135,38 @@ TEST(ProfileCli, BadInputIsOneLineAndExitTwo) {
   expect_bad_input("profile --plan --model-file " + broken.string(), "broken.json");
   expect_bad_input("profile --plan", "--model");
 }
+
+TEST(ProfileCli, PlanOnADeviceSaysWhichBackendWouldRunEachRecord) {
+  Result r = rafter_cmd("profile --plan --device cpu --model llama2-7b --phase train --seq 256 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto run = rafter::run_from_json(nlohmann::json::parse(r.out));
+  ASSERT_GT(run.records.size(), 20u);
+  for (const auto& rec : run.records) {
+    EXPECT_FALSE(rec.time.has_value()) << rec.label << ": a plan runs nothing";
+    if (rec.status == rafter::RecordStatus::Planned) {
+      EXPECT_EQ(rec.backend.rfind("cpu.", 0), 0u) << rec.label;
+    } else {
+      EXPECT_EQ(rec.status, rafter::RecordStatus::NoBackend) << rec.label;
+    }
+  }
+  // On a device this build cannot run (or with no GPU backend for an operator): no_backend, listed.
+  r = rafter_cmd("profile --plan --device cuda:0 --model llama2-7b --phase decode --precision nvfp4 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  run = rafter::run_from_json(nlohmann::json::parse(r.out));
+  int no_backend = 0;
+  for (const auto& rec : run.records) {
+    no_backend += rec.status == rafter::RecordStatus::NoBackend;
+    if (rec.status == rafter::RecordStatus::Planned) {
+      EXPECT_EQ(rec.backend.rfind("cuda.", 0), 0u) << rec.label;
+    }
+  }
+#if !RAFTER_HAVE_CUDA
+  EXPECT_EQ(no_backend, int(run.records.size()));
+#else
+  EXPECT_GT(no_backend, 0);  // the NVFP4 GEMMs and quantizers have no Hopper kernel yet
+#endif
+  r = rafter_cmd("profile --plan --device cpu --model llama2-7b --phase decode");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("backend"), std::string::npos);
+  EXPECT_NE(r.out.find("cpu.onednn"), std::string::npos);
+}

@@ -147,6 +147,16 @@ Run sample_run() {
   planned.emulated = true;
   planned.emulated_via = "bf16";
   run.records.push_back(planned);
+  OperatorRecord sliced = r;  // timed on a slice that fits the device, scaled by bytes
+  sliced.op = "adamw";
+  sliced.shape = {{"params", 6738415616}};
+  sliced.scaled_from = ScaledFrom{"params", 4563402752, 6738415616, 1.4766, 1.08e11, 8.0e10};
+  run.records.push_back(sliced);
+  OperatorRecord too_big = r;
+  too_big.status = RecordStatus::DoesNotFit;
+  too_big.time.reset();
+  too_big.note = "gemm bf16 [...] needs 200 GiB of device memory; 75 GiB free";
+  run.records.push_back(too_big);
   return run;
 }
 }  // namespace
@@ -160,6 +170,10 @@ TEST(RunRecord, JsonRoundTripAndHelpers) {
   EXPECT_EQ(back.records[0].bytes_at("L3"), nullptr);
   EXPECT_EQ(back.records[1].status, RecordStatus::NoBackend);
   EXPECT_FALSE(back.records[1].time.has_value());
+  ASSERT_TRUE(back.records[2].scaled_from.has_value());
+  EXPECT_EQ(back.records[2].scaled_from->slice, 4563402752);
+  EXPECT_EQ(back.records[3].status, RecordStatus::DoesNotFit);
+  EXPECT_EQ(to_json(back.records[0].time.value()).value("value_is", ""), "median");
 }
 
 TEST(RunRecord, BrokenFieldIsNamed) {
@@ -177,6 +191,14 @@ TEST(RunRecord, BrokenFieldIsNamed) {
   j = to_json(sample_run());
   j["records"][0]["bytes"][1]["source"] = "guess";
   EXPECT_THROW(run_from_json(j), FormatError);
+  j = to_json(sample_run());
+  j["records"][2]["scaled_from"]["slice"] = 7000000000;
+  try {
+    run_from_json(j);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "run.json.records[2].scaled_from.slice: must be positive and below full");
+  }
   j = to_json(sample_run());
   j["records"][0]["shape"]["m"] = 1.5;
   try {

@@ -81,7 +81,17 @@ TEST(ProfileRunJson, MalformedFilesNameTheField) {
 }
 
 TEST(ProfileRunJson, MemoryFitIsCheckedBeforeRunning) {
+  // An instance too large for the machine is not run (one line naming it and the memory it needs);
+  // the rest of the step still runs.
   ExecContext ctx;
-  const std::vector<OpInstance> ops{{"gemm", "", "fwd", {{"m", 1 << 20}, {"n", 1 << 20}, {"k", 1 << 16}}, "fp32", 1}};
-  EXPECT_THROW(run_instances(ops, ctx, {}), InputError);
+  ctx.policy = rafter::RepeatPolicy::quick();
+  const std::vector<OpInstance> ops{{"gemm", "", "fwd", {{"m", 1 << 20}, {"n", 1 << 20}, {"k", 1 << 16}}, "fp32", 1},
+                                    {"gemm", "", "fwd", {{"m", 64}, {"n", 64}, {"k", 64}}, "fp32", 1}};
+  const rafter::Run run = run_instances(ops, ctx, {});
+  ASSERT_EQ(run.records.size(), 2u);
+  EXPECT_EQ(run.records[0].status, rafter::RecordStatus::DoesNotFit);
+  EXPECT_FALSE(run.records[0].time.has_value());
+  EXPECT_NE(run.records[0].note.find("GiB"), std::string::npos) << run.records[0].note;
+  EXPECT_EQ(run.records[0].note.find('\n'), std::string::npos);
+  EXPECT_EQ(run.records[1].status, rafter::RecordStatus::Ok) << run.records[1].note;
 }

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 
 #include "cpu_kernel.hpp"
@@ -98,6 +100,15 @@ DramReference& dram_reference() {
 // Streaming operators whose DRAM traffic is this large get the paired reference.
 constexpr double kPairedReferenceMinBytes = 64.0 * (1 << 20);
 
+// MemAvailable of /proc/meminfo, bytes (0 when unreadable: nothing is planned then).
+double available_host_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("MemAvailable:", 0) == 0) return std::strtod(line.c_str() + 13, nullptr) * 1024;
+  return 0;
+}
+
 // Summary of a series as {median, min, max}.
 nlohmann::json series_summary(const std::vector<double>& v) {
   const Summary s = summarize(v);
@@ -111,6 +122,11 @@ class CpuBackend : public Backend {
   std::string device_kind() const override { return "cpu"; }
   int priority() const override { return priority_; }
   bool supports(const OpInstance& inst) const override { return find_kernel(name_, inst) != nullptr; }
+  double free_memory_bytes(const ExecContext&) const override { return available_host_bytes(); }
+  // Inputs, outputs and the kernels' staging copies (a converted or dequantized operand) live at once.
+  double extra_memory_bytes(const OpInstance&, double footprint) const override {
+    return footprint + 64.0 * (1 << 20);
+  }
 
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     const KernelEntry* entry = find_kernel(name_, inst);

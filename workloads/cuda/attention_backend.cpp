@@ -162,10 +162,9 @@ Composite bind_composite(const OpInstance& in, DeviceProblem& d, bool time_all) 
   return c;
 }
 
-class AttentionGemmBackend : public Backend {
+class AttentionGemmBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.cublaslt"; }
-  std::string device_kind() const override { return "cuda"; }
   int priority() const override { return 10; }
   bool supports(const OpInstance& i) const override {
     return (i.op == "attention_qk" || i.op == "attention_pv") &&
@@ -183,10 +182,9 @@ class AttentionGemmBackend : public Backend {
   }
 };
 
-class UnfusedAttentionBackend : public Backend {
+class UnfusedAttentionBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.unfused"; }
-  std::string device_kind() const override { return "cuda"; }
   bool supports(const OpInstance& i) const override {
     return (i.op == "attention_prefill" || i.op == "attention_decode") && i.precision == "bf16";
   }

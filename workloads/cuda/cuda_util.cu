@@ -242,4 +242,14 @@ const nlohmann::json& device_facts(int device) {
   return cache.emplace(device, std::move(j)).first->second;
 }
 
+double free_device_bytes(const std::string& device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return 0;
+  const int idx = current_device_index(device);
+  if (idx < 0 || idx >= count || cudaSetDevice(idx) != cudaSuccess) return 0;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+  return double(free_bytes);
+}
+
 }  // namespace rafter::workloads::cuda

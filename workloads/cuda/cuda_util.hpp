@@ -79,5 +79,7 @@ const nlohmann::json& device_facts(int device);
 int current_device_index(const std::string& device);  // "cuda" -> 0, "cuda:1" -> 1
 // Throws DeviceUnavailable ("no CUDA GPU: ...") when there is no usable GPU.
 void require_gpu(const std::string& device);
+// Free device memory now, bytes (cudaMemGetInfo); 0 when there is no usable GPU.
+double free_device_bytes(const std::string& device);
 
 }  // namespace rafter::workloads::cuda

@@ -8,6 +8,7 @@
 #include "cuda_util.hpp"
 #include "op_timer.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/workloads/backend.hpp"
 #include "rafter/workloads/operator.hpp"
 
 namespace rafter::workloads::cuda {
@@ -44,6 +45,18 @@ class DeviceProblem {
   std::uint64_t seed_;
   std::deque<DeviceTensor> tensors_;  // deque: references stay valid as tensors are added
   std::vector<Checked> checked_;
+};
+
+// The GPU backends' common part: device kind "cuda" and the device memory they plan with.
+class CudaBackend : public Backend {
+ public:
+  std::string device_kind() const override { return "cuda"; }
+  double free_memory_bytes(const ExecContext& ctx) const override { return free_device_bytes(ctx.device); }
+  // Workspaces (cuBLASLt's, the L2 flush buffer's twice-L2), the check problem and the CUDA
+  // context's own growth: a fixed 512 MiB plus 5 % of the tensors for allocation rounding.
+  double extra_memory_bytes(const OpInstance&, double footprint_bytes) const override {
+    return 512.0 * (1 << 20) + 0.05 * footprint_bytes;
+  }
 };
 
 // Runs the catalogue check for `inst` with `bind` (which allocates through a DeviceProblem and

@@ -198,10 +198,9 @@ nlohmann::json sampled_full_check(const GemmBinding& g, const std::string& preci
           {"passed", std::isfinite(err) && err <= tol}};
 }
 
-class CublasLtGemmBackend : public Backend {
+class CublasLtGemmBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.cublaslt"; }
-  std::string device_kind() const override { return "cuda"; }
   int priority() const override { return 10; }
   bool supports(const OpInstance& inst) const override {
     if (inst.op != "gemm" || !lt_precision(inst.precision)) return false;

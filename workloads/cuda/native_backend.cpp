@@ -126,10 +126,9 @@ const std::map<std::string, Bind, std::less<>>& binds() {
   return table;
 }
 
-class CudaNativeBackend : public Backend {
+class CudaNativeBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.native"; }
-  std::string device_kind() const override { return "cuda"; }
   bool supports(const OpInstance& inst) const override {
     return inst.precision == "bf16" && binds().count(inst.op) > 0;
   }

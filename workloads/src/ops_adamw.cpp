@@ -17,6 +17,11 @@ class AdamwOp : public detail::CatalogueOp {
       : CatalogueOp("adamw", "AdamW step: FP32 master weights and moments, BF16 gradient and weight copy",
                     {{"params", 1 << 24, "parameters updated by this rank"}}, {"bf16", "fp32", "fp16"}, {"step"}) {}
 
+  std::string slice_axis(const OpInstance&) const override { return "params"; }
+  // p, m and v are updated in place: one FP32 copy each, plus the gradient and the weight copy.
+  double footprint_bytes(const OpInstance& inst, const Cost&) const override {
+    return (12 + 2 * detail::element_bytes(inst)) * detail::dimension(inst, "params");
+  }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double n = detail::dimension(inst, "params");
     Cost c;

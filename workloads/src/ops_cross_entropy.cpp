@@ -17,6 +17,7 @@ class CrossEntropyOp : public detail::CatalogueOp {
                     {{"tokens", 4096, "rows"}, {"vocab", 32000, "vocabulary (row length)"}},
                     detail::activation_precisions(), {"fwd", "bwd"}) {}
 
+  std::string slice_axis(const OpInstance&) const override { return "tokens"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double t = detail::dimension(inst, "tokens"), v = detail::dimension(inst, "vocab");
     const double e = detail::element_bytes(inst);

@@ -83,6 +83,7 @@ class QuantizeOp : public detail::CatalogueOp {
       : CatalogueOp("quantize", "BF16 → NVFP4 / MXFP4 / FP8 with block scales (optional RHT, stochastic rounding)",
                     quant_params(true), quant_precisions()) {}
   void validate(const OpInstance& inst) const override { validate_quant(*this, inst); }
+  std::string slice_axis(const OpInstance&) const override { return "rows"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto s = spec_of(inst);
     const double n = double(s.rows) * double(s.cols), in_bytes = 2 * n;
@@ -113,6 +114,7 @@ class DequantizeOp : public detail::CatalogueOp {
       : CatalogueOp("dequantize", "NVFP4 / MXFP4 / FP8 with block scales → BF16", quant_params(false),
                     quant_precisions()) {}
   void validate(const OpInstance& inst) const override { validate_quant(*this, inst); }
+  std::string slice_axis(const OpInstance&) const override { return "rows"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto s = spec_of(inst);
     const double n = double(s.rows) * double(s.cols);

@@ -11,6 +11,7 @@ class ResidualAddOp : public detail::CatalogueOp {
                     {{"tokens", 4096, "rows"}, {"hidden", 4096, "hidden size"}}, detail::activation_precisions(),
                     {"fwd", "bwd"}) {}
 
+  std::string slice_axis(const OpInstance&) const override { return "tokens"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double n = detail::dimension(inst, "tokens") * detail::dimension(inst, "hidden");
     Cost c;

@@ -19,6 +19,7 @@ class RmsNormOp : public detail::CatalogueOp {
                     {{"tokens", 4096, "rows"}, {"hidden", 4096, "hidden size"}}, detail::activation_precisions(),
                     {"fwd", "bwd"}) {}
 
+  std::string slice_axis(const OpInstance&) const override { return "tokens"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double t = detail::dimension(inst, "tokens"), h = detail::dimension(inst, "hidden");
     const double e = detail::element_bytes(inst);

@@ -15,6 +15,7 @@ class SoftmaxOp : public detail::CatalogueOp {
       : CatalogueOp("softmax", "row softmax over the last dimension",
                     {{"rows", 4096, "rows"}, {"cols", 4096, "row length"}}, detail::activation_precisions()) {}
 
+  std::string slice_axis(const OpInstance&) const override { return "rows"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double r = detail::dimension(inst, "rows"), n = detail::dimension(inst, "cols");
     const double e = detail::element_bytes(inst);

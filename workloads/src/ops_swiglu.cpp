@@ -17,6 +17,7 @@ class SwigluOp : public detail::CatalogueOp {
                     {{"tokens", 4096, "rows"}, {"ffn", 11008, "intermediate size f"}}, detail::activation_precisions(),
                     {"fwd", "bwd"}) {}
 
+  std::string slice_axis(const OpInstance&) const override { return "tokens"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double t = detail::dimension(inst, "tokens"), f = detail::dimension(inst, "ffn");
     const double e = detail::element_bytes(inst);

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "rafter/collector/text_table.hpp"
 #include "rafter/workloads/operator.hpp"
 #include "rafter/workloads/suite.hpp"
 
@@ -26,6 +29,17 @@ std::string short_shape(const OperatorRecord& r) {
   return s.size() > 58 ? s.substr(0, 55) + "..." : s;
 }
 
+// 4 significant digits in fixed notation (the column's unit is in its header): "1595", "67.60",
+// "0.5714"; never an exponent below a million.
+std::string sig4(double v) {
+  if (!std::isfinite(v)) return "-";
+  if (v == 0) return "0";
+  const double mag = std::fabs(v);
+  if (mag >= 1e6 || mag < 1e-4) return fmt::format("{:.3e}", v);
+  const int int_digits = static_cast<int>(std::floor(std::log10(mag))) + 1;
+  return fmt::format("{:.{}f}", v, std::max(0, 4 - int_digits));
+}
+
 std::string csv_quote(const std::string& s) { return "\"" + s + "\""; }
 
 std::string status_text(const OperatorRecord& r) {
@@ -35,6 +49,7 @@ std::string status_text(const OperatorRecord& r) {
     case RecordStatus::NoBackend: return "no_backend";
     case RecordStatus::Failed: return "FAILED";
     case RecordStatus::Planned: return "planned";
+    case RecordStatus::DoesNotFit: return "does_not_fit";
   }
   return "";
 }
@@ -52,66 +67,80 @@ std::string title(const Run& run) {
 
 std::string plan_table(const Run& run) {
   const auto totals = step_totals(run);
-  std::string out = title(run);
-  out += fmt::format("{:<34} {:<18} {:<10} {:<58} {:<13} {:>7} {:>12} {:>7} {:>11} {:>8}\n", "label", "operator",
-                     "phase", "shape", "precision", "count", "GFLOP/step", "share", "GB/step", "FLOP/B");
+  std::vector<std::vector<std::string>> rows = {{"label", "operator", "phase", "shape", "precision", "backend",
+                                                 "count", "GFLOP/step", "share", "GB/step", "FLOP/B", "link"}};
   for (const auto& r : run.records) {
     const double f = r.total_flops() * r.count, b = outer_bytes(r) * r.count;
-    std::string extra = link_bytes(r);
-    out += fmt::format("{:<34} {:<18} {:<10} {:<58} {:<13} {:>7g} {:>12.4g} {:>6.2f}% {:>11.4g} {:>8.3g}{}\n", r.label,
-                       r.op, r.phase, short_shape(r), r.precision, r.count, f / 1e9,
-                       totals.flops > 0 ? 100 * f / totals.flops : 0.0, b / 1e9, b > 0 ? f / b : 0.0,
-                       extra.empty() ? "" : "  link: " + extra);
+    std::string backend = r.status == RecordStatus::Planned ? r.backend : status_text(r);
+    if (r.scaled_from) backend += fmt::format(" (slice {}={})", r.scaled_from->axis, r.scaled_from->slice);
+    rows.push_back({r.label, r.op, r.phase, short_shape(r), r.precision, backend.empty() ? "-" : backend,
+                    fmt::format("{:g}", r.count), sig4(f / 1e9),
+                    fmt::format("{:.2f}%", totals.flops > 0 ? 100 * f / totals.flops : 0.0), sig4(b / 1e9),
+                    b > 0 ? sig4(f / b) : "-", link_bytes(r)});
   }
-  out += fmt::format("total: {} operators, {:.6g} TFLOP per step, {:.6g} GB at {} per step\n", run.records.size(),
+  std::string out = title(run) + format_text_table(rows, {1, 2, 3, 4, 5, 11});
+  out += fmt::format("total: {} operators, {:.4g} TFLOP per step, {:.4g} GB at {} per step\n", run.records.size(),
                      totals.flops / 1e12, totals.bytes_outer / 1e9,
                      run.device.memory_levels.empty() ? "DRAM" : run.device.memory_levels.back().name);
+  int no_backend = 0;
+  for (const auto& r : run.records) no_backend += r.status == RecordStatus::NoBackend;
+  if (no_backend) out += fmt::format("{} operator(s) would have no backend on {}\n", no_backend, run.device.id);
   return out;
 }
 
 std::string plan_csv(const Run& run) {
   const auto totals = step_totals(run);
   std::string out = "label,operator,phase,shape,precision,count,flops_per_call,flops_per_step,share_of_step_flops,"
-                    "outer_bytes_per_call,compulsory_bytes_per_call,link_bytes_per_call\n";
+                    "outer_bytes_per_call,compulsory_bytes_per_call,link_bytes_per_call,backend\n";
   for (const auto& r : run.records) {
     double link = 0;
     for (const auto& b : r.bytes)
       if (b.level == "nvlink" || b.level == "network" || b.level == "pcie") link = b.bytes;
-    out += fmt::format("{},{},{},{},{},{},{:.17g},{:.17g},{:.6g},{:.17g},{:.17g},{:.17g}\n", csv_quote(r.label), r.op,
+    out += fmt::format("{},{},{},{},{},{},{:.17g},{:.17g},{:.6g},{:.17g},{:.17g},{:.17g},{}\n", csv_quote(r.label), r.op,
                        r.phase, csv_quote(format_shape(r.shape)), r.precision, r.count, r.total_flops(),
                        r.total_flops() * r.count, totals.flops > 0 ? r.total_flops() * r.count / totals.flops : 0.0,
-                       outer_bytes(r), r.compulsory_bytes, link);
+                       outer_bytes(r), r.compulsory_bytes, link,
+                       r.status == RecordStatus::Planned ? r.backend : status_text(r));
   }
   return out;
 }
 
 std::string run_table(const Run& run) {
   const auto totals = step_totals(run);
-  std::string out = title(run);
-  out += fmt::format("{:<30} {:<18} {:<10} {:<13} {:<11} {:<10} {:>6} {:>11} {:>11} {:>7} {:>11} {:>9} {:>17}\n",
-                     "label", "operator", "phase", "precision", "backend", "status", "count", "time/call", "ms/step",
-                     "share", "GFLOP/s", "GB/s", "check err/tol");
+  std::vector<std::vector<std::string>> rows = {{"label", "operator", "phase", "precision", "backend", "status",
+                                                 "count", "time/call", "ms/step", "share", "GFLOP/s", "GB/s",
+                                                 "check err/tol"}};
   for (const auto& r : run.records) {
     std::string t = "-", step = "-", share = "-", flops = "-", gbs = "-";
     if (r.time) {
       const double s = r.time->value;
-      t = s < 1e-3 ? fmt::format("{:.1f} us", s * 1e6) : fmt::format("{:.3f} ms", s * 1e3);
-      step = fmt::format("{:.3f}", s * r.count * 1e3);
+      t = format_si(s, "s", 4);
+      step = sig4(s * r.count * 1e3);
       share = totals.seconds > 0 ? fmt::format("{:.1f}%", 100 * s * r.count / totals.seconds) : "-";
-      flops = fmt::format("{:.1f}", r.total_flops() / s / 1e9);
-      gbs = fmt::format("{:.1f}", outer_bytes(r) / s / 1e9);
+      flops = sig4(r.total_flops() / s / 1e9);
+      gbs = sig4(outer_bytes(r) / s / 1e9);
     }
     std::string check = r.check.ran ? fmt::format("{:.1e}/{:.0e}", r.check.error, r.check.tolerance) : "-";
-    std::string prec = r.precision + (r.emulated ? "*" : "");
-    out += fmt::format("{:<30} {:<18} {:<10} {:<13} {:<11} {:<10} {:>6g} {:>11} {:>11} {:>7} {:>11} {:>9} {:>17}\n",
-                       r.label.size() > 30 ? r.label.substr(0, 30) : r.label, r.op, r.phase, prec, r.backend,
-                       status_text(r), r.count, t, step, share, flops, gbs, check);
+    std::string status = status_text(r) + (r.scaled_from ? " (scaled)" : "");
+    rows.push_back({r.label, r.op, r.phase, r.precision + (r.emulated ? "*" : ""), r.backend.empty() ? "-" : r.backend,
+                    status, fmt::format("{:g}", r.count), t, step, share, flops, gbs, check});
   }
-  out += fmt::format("total: {} operators, {} timed, step time {:.3f} ms over timed operators, {:.4g} TFLOP per step",
-                     run.records.size(), totals.measured, totals.seconds * 1e3, totals.flops / 1e12);
-  if (totals.seconds > 0) out += fmt::format(", {:.1f} GFLOP/s overall", totals.flops / totals.seconds / 1e9);
+  std::string out = title(run) + format_text_table(rows, {1, 2, 3, 4, 5});
+  out += fmt::format("total: {} operators, {} timed: {} per step over the timed operators, {} per step",
+                     run.records.size(), totals.measured, format_si(totals.seconds, "s", 4),
+                     format_si(totals.flops, "FLOP", 4));
+  if (totals.seconds > 0) out += fmt::format(", {} over the timed operators", format_si(totals.timed_flops_per_second(), "FLOP/s", 4));
   out += "\n";
+  if (totals.untimed_flops_share() > 0 || totals.untimed_bytes_share() > 0)
+    out += fmt::format("not covered by a timed record: {:.1f}% of the step's FLOPs, {:.1f}% of its {} bytes\n",
+                       100 * totals.untimed_flops_share(), 100 * totals.untimed_bytes_share(),
+                       run.device.memory_levels.empty() ? "DRAM" : run.device.memory_levels.back().name);
   if (totals.no_backend) out += fmt::format("{} operator(s) have no backend on {} (listed, not run)\n", totals.no_backend, run.device.id);
+  if (totals.does_not_fit)
+    out += fmt::format("{} operator(s) do not fit in {}'s memory (status does_not_fit, not run)\n", totals.does_not_fit,
+                       run.device.id);
+  if (totals.scaled)
+    out += fmt::format("{} operator(s) timed on a slice that fits and scaled by bytes (see scaled_from)\n", totals.scaled);
   if (totals.invalid) out += fmt::format("{} operator(s) FAILED their correctness check (status INVALID)\n", totals.invalid);
   if (totals.failed) out += fmt::format("{} operator(s) failed to run (status FAILED)\n", totals.failed);
   bool emulated = false;
@@ -122,13 +151,16 @@ std::string run_table(const Run& run) {
 
 std::string run_csv(const Run& run) {
   std::string out = "label,operator,phase,shape,precision,emulated_via,backend,status,count,median_seconds,min_seconds,"
-                    "max_seconds,samples,flops_per_call,outer_bytes_per_call,check_error,check_tolerance,note\n";
+                    "max_seconds,samples,flops_per_call,outer_bytes_per_call,check_error,check_tolerance,scaled_from,note\n";
   for (const auto& r : run.records) {
     const Figure f = r.time.value_or(Figure{});
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{:.17g},{:.17g},{:.3g},{:.3g},{}\n",
+    const std::string scaled =
+        r.scaled_from ? fmt::format("{}={} of {}", r.scaled_from->axis, r.scaled_from->slice, r.scaled_from->full) : "";
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{:.17g},{:.17g},{:.3g},{:.3g},{},{}\n",
                        csv_quote(r.label), r.op, r.phase, csv_quote(format_shape(r.shape)), r.precision, r.emulated_via,
                        r.backend, status_text(r), r.count, f.stats.median, f.stats.min, f.stats.max, f.stats.samples,
-                       r.total_flops(), outer_bytes(r), r.check.error, r.check.tolerance, csv_quote(r.note));
+                       r.total_flops(), outer_bytes(r), r.check.error, r.check.tolerance, csv_quote(scaled),
+                       csv_quote(r.note));
   }
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "rafter/collector/error.hpp"
 #include "rafter/workloads/backend.hpp"
+#include "rafter/workloads/memory_plan.hpp"
 #include "rafter/workloads/precision.hpp"
 
 namespace rafter::workloads {
@@ -157,22 +158,51 @@ OperatorRecord planned_record(const OpInstance& inst, const std::vector<MemoryLe
   return r;
 }
 
+Backend* backend_for(const OpInstance& inst, std::string_view device) {
+  const auto& op = OperatorRegistry::instance().get(inst.op);
+  if (op.is_collective()) return nullptr;
+  const std::string_view kind = device.rfind("cuda", 0) == 0 ? std::string_view("cuda") : device;
+  return BackendRegistry::instance().find(kind, normalize_instance(op, inst));
+}
+
+namespace {
+// A time measured on a slice, scaled to the full instance (every statistic by the same factor).
+void scale_time(OperatorRecord& r, const ScaledFrom& s) {
+  if (!r.time) return;
+  r.time->value *= s.factor;
+  r.time->stats = transform(r.time->stats, [f = s.factor](double t) { return t * f; });
+  r.scaled_from = s;
+}
+}  // namespace
+
 OperatorRecord profile_instance(const OpInstance& inst, const ExecContext& ctx,
                                 const std::vector<MemoryLevel>& levels) {
   const auto& op = OperatorRegistry::instance().get(inst.op);
   const OpInstance n = normalize_instance(op, inst);
   OperatorRecord r = planned_record(n, levels);
   r.device = ctx.device;
-  const std::string kind = ctx.device.rfind("cuda", 0) == 0 ? "cuda" : ctx.device;
-  Backend* backend = op.is_collective() ? nullptr : BackendRegistry::instance().find(kind, n);
+  Backend* backend = backend_for(n, ctx.device);
   if (!backend) {
+    const std::string kind = ctx.device.rfind("cuda", 0) == 0 ? "cuda" : ctx.device;
     r.status = RecordStatus::NoBackend;
     r.note = op.is_collective() ? "collectives have no backend yet (planned only)"
                                 : fmt::format("no {} backend runs {} in {}", kind, n.op, n.precision);
     return r;
   }
   r.backend = backend->name();
-  backend->execute(n, ctx, r);
+  const MemoryPlan plan = plan_memory(
+      op, n, backend->free_memory_bytes(ctx),
+      [backend](const OpInstance& i, double footprint) { return backend->extra_memory_bytes(i, footprint); }, levels);
+  if (plan.verdict == MemoryPlan::Verdict::DoesNotFit) {
+    r.status = RecordStatus::DoesNotFit;
+    r.note = plan.note;
+    return r;
+  }
+  backend->execute(plan.run, ctx, r);
+  if (plan.scaled) {
+    scale_time(r, *plan.scaled);
+    r.note = r.note.empty() ? plan.note : plan.note + "; " + r.note;
+  }
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/progress.hpp"
+#include "rafter/workloads/memory_plan.hpp"
 #include "rafter/workloads/suite.hpp"
 
 namespace rafter::workloads {
@@ -50,30 +51,22 @@ std::vector<MemoryLevel> nominal_gpu_levels() {
   return {{"shared", 228.0 * 1024, 128, 1, 132}, {"L2", 50.0 * 1024 * 1024, 128, 132, 1}, {"HBM", 80e9, 64, 132, 1}};
 }
 
-double available_host_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("MemAvailable:", 0) == 0) {
-      std::istringstream s(line.substr(13));
-      double kib = 0;
-      s >> kib;
-      return kib * 1024;
-    }
-  }
-  return 0;
-}
-
-void check_fits(const std::vector<OperatorRecord>& planned, std::string_view device) {
-  if (device != "cpu") return;  // GPU backends check their own device memory
-  const double available = available_host_bytes();
-  if (available <= 0) return;
-  for (const auto& r : planned) {
-    // Inputs, outputs and the backend's staging copies (e.g. a dequantized operand) live at once.
-    const double need = 2.0 * r.compulsory_bytes + 64.0 * 1024 * 1024;
-    if (need > available)
-      throw InputError(fmt::format("{} {} [{}] needs about {:.1f} GiB; the cpu has {:.1f} GiB available", r.op,
-                                   r.precision, format_shape(r.shape), need / (1 << 30), available / (1 << 30)));
+// Says before anything runs which instances will be timed on a slice or not run for lack of device
+// memory (profile_instance plans each again right before it runs, against the memory then free).
+void announce_memory_plan(const std::vector<OpInstance>& instances, const ExecContext& ctx,
+                          const std::vector<MemoryLevel>& levels) {
+  double free_bytes = -1;
+  for (const auto& inst : instances) {
+    Backend* backend = backend_for(inst, ctx.device);
+    if (!backend) continue;
+    if (free_bytes < 0) free_bytes = backend->free_memory_bytes(ctx);
+    if (free_bytes <= 0) return;
+    const auto& op = OperatorRegistry::instance().get(inst.op);
+    const MemoryPlan plan = plan_memory(
+        op, normalize_instance(op, inst), free_bytes,
+        [backend](const OpInstance& i, double footprint) { return backend->extra_memory_bytes(i, footprint); }, levels);
+    if (plan.verdict != MemoryPlan::Verdict::Fits)
+      fmt::print(stderr, "rafter: memory plan: {}\n", plan.note);
   }
 }
 
@@ -121,9 +114,7 @@ Run plan_suite(const SuiteConfig& config, const std::vector<MemoryLevel>& levels
 
 Run run_instances(const std::vector<OpInstance>& instances, const ExecContext& ctx, nlohmann::json suite) {
   const auto levels = device_memory_levels(ctx.device);
-  std::vector<OperatorRecord> planned;
-  for (const auto& inst : instances) planned.push_back(planned_record(inst, levels));
-  check_fits(planned, ctx.device);
+  for (const auto& inst : instances) planned_record(inst, levels);  // bad input fails before anything runs
   Run run;
   run.rafter_version = rafter_version();
   run.timestamp = utc_timestamp();
@@ -140,6 +131,7 @@ Run run_instances(const std::vector<OpInstance>& instances, const ExecContext& c
                       {"max_repeats", ctx.policy.max_repeats},
                       {"min_total_seconds", ctx.policy.min_total_seconds},
                       {"max_total_seconds", ctx.policy.max_total_seconds}}}};
+  if (instances.size() > 1) announce_memory_plan(instances, ctx, levels);  // one operator: its record says it
   Progress progress("profile", instances.size());
   for (const auto& inst : instances) {
     progress.step(inst.label.empty() ? inst.op : inst.label);
@@ -157,16 +149,23 @@ Run run_suite(const SuiteConfig& config, const ExecContext& ctx) {
 StepTotals step_totals(const Run& run) {
   StepTotals t;
   for (const auto& r : run.records) {
-    t.flops += r.total_flops() * r.count;
+    const double flops = r.total_flops() * r.count;
+    double outer = 0;
     for (const auto& b : r.bytes)
-      if (b.level == "DRAM" || b.level == "HBM") t.bytes_outer += b.bytes * r.count;
+      if (b.level == "DRAM" || b.level == "HBM") outer += b.bytes * r.count;
+    t.flops += flops;
+    t.bytes_outer += outer;
     if (r.time && (r.status == RecordStatus::Ok || r.status == RecordStatus::Invalid)) {
       t.seconds += r.time->value * r.count;
+      t.timed_flops += flops;
+      t.timed_bytes_outer += outer;
       ++t.measured;
+      t.scaled += r.scaled_from.has_value();
     }
     t.invalid += r.status == RecordStatus::Invalid;
     t.failed += r.status == RecordStatus::Failed;
     t.no_backend += r.status == RecordStatus::NoBackend;
+    t.does_not_fit += r.status == RecordStatus::DoesNotFit;
   }
   return t;
 }

@@ -33,9 +33,21 @@ struct CheckResult {
   std::string shape_note;  // e.g. "checked at m=256 n=256 k=256" when the check used a smaller shape
 };
 
-enum class RecordStatus { Ok, Invalid, NoBackend, Planned, Failed };
+// DoesNotFit: the instance needs more device memory than is free and cannot be timed on a slice.
+enum class RecordStatus { Ok, Invalid, NoBackend, Planned, Failed, DoesNotFit };
 std::string_view to_string(RecordStatus s);
 RecordStatus record_status_from_string(std::string_view s);
+
+// A streaming operator too large for the device's free memory is timed on the largest slice of
+// one shape parameter that fits, and its time scaled by the ratio of compulsory bytes.
+struct ScaledFrom {
+  std::string axis;           // the shape parameter sliced ("params", "tokens", ...)
+  std::int64_t slice = 0;     // the value timed
+  std::int64_t full = 0;      // the record's own value
+  double factor = 1;          // time multiplier: compulsory bytes of the full shape / of the slice
+  double needed_bytes = 0;    // device memory the full shape needs
+  double free_bytes = 0;      // device memory free when it was planned
+};
 
 struct OperatorRecord {
   std::string op;         // catalogue name: "gemm", "rmsnorm", "attention_prefill", ...
@@ -54,6 +66,7 @@ struct OperatorRecord {
   std::vector<LevelBytes> bytes;        // bytes per call, per memory level / link
   double compulsory_bytes = 0;          // every input read once, every output written once
   CheckResult check;
+  std::optional<ScaledFrom> scaled_from;  // set when the time comes from a slice (see ScaledFrom)
   ClockState clocks;
   nlohmann::json details = nlohmann::json::object();  // algorithm chosen, flush policy, ...
   std::string note;       // a short reason for NoBackend / Failed / Invalid

@@ -35,6 +35,17 @@ class Backend {
   // emulated/emulated_via and details (algorithm, flush policy). Leaves FLOPs/bytes to the caller.
   // Sets record.status to Ok, Invalid (check failed: still timed) or Failed (with note).
   virtual void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) = 0;
+  // Memory the device has free now, bytes; 0 when unknown (then nothing is planned).
+  virtual double free_memory_bytes(const ExecContext& ctx) const {
+    (void)ctx;
+    return 0;
+  }
+  // Device memory an instance needs beyond its tensors' footprint (workspaces, staging copies).
+  virtual double extra_memory_bytes(const OpInstance& inst, double footprint_bytes) const {
+    (void)inst;
+    (void)footprint_bytes;
+    return 0;
+  }
 };
 
 class BackendRegistry {
@@ -59,8 +70,13 @@ CheckResult compare_outputs(const Problem& reference, const std::vector<std::vec
 // A record with the catalogue's cost only (status Planned): what `rafter profile --plan` lists.
 OperatorRecord planned_record(const OpInstance& inst, const std::vector<MemoryLevel>& levels);
 
+// The backend that would run `inst` on `device` ("cpu", "cuda:N"), or nullptr; nothing runs.
+Backend* backend_for(const OpInstance& inst, std::string_view device);
+
 // Fills a record for `inst` on `ctx.device`: catalogue cost (FLOPs, bytes), then the backend's
-// check and timing; status NoBackend (and a note) when no backend of that device runs it.
+// check and timing; status NoBackend (and a note) when no backend of that device runs it. Device
+// memory is planned first (memory_plan.hpp): a streaming operator too large for the free memory is
+// timed on a slice and scaled (record.scaled_from), anything else too large gets DoesNotFit.
 OperatorRecord profile_instance(const OpInstance& inst, const ExecContext& ctx,
                                 const std::vector<MemoryLevel>& levels);
 

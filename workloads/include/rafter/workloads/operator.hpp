@@ -73,6 +73,19 @@ class OperatorDef {
   virtual Problem make_problem(const OpInstance& inst, std::uint64_t seed) const = 0;
   virtual void reference(const OpInstance& inst, Problem& problem) const = 0;
   virtual bool is_collective() const { return false; }
+  // Device memory the instance's tensors occupy: inputs and outputs, a tensor updated in place
+  // counted once. Default: its compulsory bytes (right where nothing is updated in place).
+  virtual double footprint_bytes(const OpInstance& inst, const Cost& cost) const {
+    (void)inst;
+    return cost.compulsory_bytes;
+  }
+  // The shape parameter along which the operator is a stream of independent pieces, its bytes and
+  // time proportional to it ("tokens", "params"): an instance too large for the device is timed
+  // on a slice of it (memory_plan.hpp). Empty: the operator cannot be sliced.
+  virtual std::string slice_axis(const OpInstance& inst) const {
+    (void)inst;
+    return "";
+  }
 };
 
 // Self-registration: RAFTER_REGISTER_OPERATOR(GemmOperator);

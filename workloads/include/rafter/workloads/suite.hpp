@@ -96,7 +96,13 @@ struct StepTotals {
   double flops = 0;
   double bytes_outer = 0;  // DRAM/HBM bytes
   double seconds = 0;      // measured records only
-  int invalid = 0, failed = 0, no_backend = 0, measured = 0;
+  double timed_flops = 0, timed_bytes_outer = 0;  // the part of flops / bytes_outer that `seconds` covers
+  int invalid = 0, failed = 0, no_backend = 0, does_not_fit = 0, measured = 0, scaled = 0;
+  // FLOP/s of the timed records alone (0 without any): never the step's FLOPs over part of its time.
+  double timed_flops_per_second() const { return seconds > 0 ? timed_flops / seconds : 0; }
+  // Shares of the step's FLOPs and DRAM/HBM bytes in records without a measured time.
+  double untimed_flops_share() const { return flops > 0 ? 1 - timed_flops / flops : 0; }
+  double untimed_bytes_share() const { return bytes_outer > 0 ? 1 - timed_bytes_outer / bytes_outer : 0; }
 };
 StepTotals step_totals(const Run& run);
 
