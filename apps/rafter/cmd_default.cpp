@@ -1,6 +1,7 @@
 // `rafter` with no verb: characterize this machine quickly, profile a small Llama-2 7B
 // prefill + decode mix on the best device present (a GPU if there is one, else the CPU), and write
 // machine.json, run.json, report.txt, roofline.svg and roofline.html into the output folder.
+#include <cstdio>
 #include <filesystem>
 #include <fmt/core.h>
 
@@ -98,6 +99,14 @@ int run_default_job(const std::string& out_dir) {
   fmt::print("\n{}\nrafter: wrote into {}/:\n", report, dir.string());
   for (const char* f : {"machine.json", "run.json", "report.txt", "roofline.svg", "roofline.html"})
     fmt::print("  {}\n", (dir / f).string());
+  // Everything is written; a record that failed or failed its check still makes the job fail.
+  const auto totals = workloads::step_totals(run);
+  if (totals.failed || totals.invalid) {
+    std::fflush(stdout);
+    fmt::print(stderr, "rafter: error: {} record(s) failed or failed their correctness check (see {})\n",
+               totals.failed + totals.invalid, (dir / "run.json").string());
+    return 1;
+  }
   return 0;
 }
 

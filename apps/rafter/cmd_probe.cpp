@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/json_io.hpp"
+#include "rafter/collector/text_table.hpp"
 #include "rafter/probes/probe.hpp"
 
 namespace rafter::cli {
@@ -20,19 +21,9 @@ struct ProbeArgs {
   probes::ProbeOptions options;
 };
 
-std::string human(double v, std::string_view unit) {
-  const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
-  if (unit == "s") {
-    if (v < 1e-6) return fmt::format("{:.2f} ns", v * 1e9);
-    return fmt::format("{:.2f} us", v * 1e6);
-  }
-  int i = 0;
-  while (std::fabs(v) >= 1000 && i < 5) {
-    v /= 1000;
-    ++i;
-  }
-  return fmt::format("{:.1f} {}{}", v, prefixes[i], unit);
-}
+// Ceilings to 4 significant digits: FP8 E4M3 and E5M2 at 1.775 and 1.791 PFLOP/s must not both
+// read "1.8 PFLOP/s".
+std::string human(double v, std::string_view unit) { return format_si(v, unit, 4); }
 
 // "5x 43%": how many trials a ceiling had and how far their medians spread; "-" without trials.
 std::string trials_cell(const Ceiling& c) {
@@ -70,15 +61,16 @@ void print_dram_trials_note(const MachineProfile& p) {
 void print_table(const MachineProfile& p) {
   for (const Device& d : p.devices)
     fmt::print("{} ({}): {} cores, {} threads; counters {}\n", d.name, d.id, d.cores, d.threads, d.counters);
-  fmt::print("\n{:<10}{:<6}{:<9}{:<7}{:<7}{:>4}{:>15}{:>15}{:>15}{:>6}{:>7}{:>9}  {}\n", "kind", "level",
-             "op", "isa", "scope", "thr", "median", "min", "max", "GHz", "sheet", "trials", "flag");
+  std::vector<std::vector<std::string>> rows = {
+      {"kind", "level", "op", "isa", "scope", "thr", "value (median)", "min", "max", "GHz", "sheet", "trials", "flag"}};
   for (const Ceiling& c : p.ceilings) {
     const std::string sheet = c.datasheet_ratio ? fmt::format("{:.0f}%", *c.datasheet_ratio * 100) : "-";
-    fmt::print("{:<10}{:<6}{:<9}{:<7}{:<7}{:>4}{:>15}{:>15}{:>15}{:>6.2f}{:>7}{:>9}  {}\n", to_string(c.kind),
-               c.resource, c.operation, c.isa, c.scope, c.threads, human(c.figure.value, c.figure.unit),
-               human(c.figure.stats.min, c.figure.unit), human(c.figure.stats.max, c.figure.unit),
-               c.frequency_hz / 1e9, sheet, trials_cell(c), c.flag);
+    rows.push_back({std::string(to_string(c.kind)), c.resource, c.operation, c.isa, c.scope, fmt::format("{}", c.threads),
+                    human(c.figure.value, c.figure.unit), human(c.figure.stats.min, c.figure.unit),
+                    human(c.figure.stats.max, c.figure.unit), fmt::format("{:.3f}", c.frequency_hz / 1e9), sheet,
+                    trials_cell(c), c.flag});
   }
+  fmt::print("\n{}", format_text_table(rows, {1, 2, 3, 4, 12}));
   print_dram_trials_note(p);
 }
 

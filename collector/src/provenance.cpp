@@ -45,7 +45,10 @@ Summary summary_from_json(const JsonReader& r) {
 
 nlohmann::json to_json(const Figure& f) {
   nlohmann::json j = {{"value", f.value}, {"unit", f.unit}, {"source", to_string(f.source)}};
-  if (f.stats.samples > 0) j["stats"] = to_json(f.stats);
+  if (f.stats.samples > 0) {
+    j["stats"] = to_json(f.stats);
+    if (f.source == Source::Measured) j["value_is"] = "median";  // of `stats`: Figure::measured's rule
+  }
   return j;
 }
 

@@ -26,15 +26,17 @@ __device__ __forceinline__ u64 load(const u64* p) {
   return v;
 }
 
+// Each launch writes the line it ended on to out[0] and its cycle count to out[1 + slot]: one
+// cycle count per timed launch, so that a latency's stats are those of the figure it reports.
 template <bool kThroughL1>
-__global__ void chase(const u64* buf, u64 start, long long warm_hops, long long hops, u64* out) {
+__global__ void chase(const u64* buf, u64 start, long long warm_hops, long long hops, u64* out, int slot) {
   u64 j = start;
   for (long long i = 0; i < warm_hops; ++i) j = load<kThroughL1>(buf + j);
   long long t0 = clock64();
   for (long long i = 0; i < hops; ++i) j = load<kThroughL1>(buf + j);
   long long t1 = clock64();
   out[0] = j;
-  out[1] = u64(t1 - t0);
+  out[1 + slot] = u64(t1 - t0);
 }
 
 __global__ void scatter(u64* buf, const u64* where, const u64* value, std::size_t n) {
@@ -61,8 +63,9 @@ std::vector<u64> random_cycle(u64 slots, u64 slot_elems, std::size_t count, std:
 }
 
 struct ChasePoint {
-  double cycles_per_hop = 0;
-  Summary seconds_per_hop;
+  double cycles_per_hop = 0;     // median over the timed launches
+  Summary seconds_per_hop;       // in-kernel cycles at the measured SM clock, per timed launch
+  Summary wall_seconds_per_hop;  // event time / hops: launch overhead and warm-up hops included
   bool ok = false;
   ClockState clocks;
 };
@@ -73,7 +76,8 @@ ChasePoint run_chase(const ProbeOptions& options, const Device& device, DeviceBu
   const std::size_t n = cycle.size();
   std::vector<u64> next(n);
   for (std::size_t i = 0; i < n; ++i) next[i] = cycle[(i + 1) % n];
-  DeviceBuffer where(n * 8), value(n * 8), out(16);
+  constexpr int kSlots = 64;  // cycle counts kept: the last kSlots launches (warm-ups included)
+  DeviceBuffer where(n * 8), value(n * 8), out((1 + kSlots) * 8);
   check(cudaMemcpy(where.get(), cycle.data(), n * 8, cudaMemcpyHostToDevice), "copy chase positions");
   check(cudaMemcpy(value.get(), next.data(), n * 8, cudaMemcpyHostToDevice), "copy chase links");
   scatter<<<256, 256>>>(buf.get<u64>(), where.get<u64>(), value.get<u64>(), n);
@@ -84,19 +88,28 @@ ChasePoint run_chase(const ProbeOptions& options, const Device& device, DeviceBu
   t.policy.min_repeats = 3;
   t.policy.max_repeats = 5;
   t.use_graph = false;
+  int launches = 0;
   gpu::GpuTiming timing = gpu::time_launches(
       [&](void* s) {
-        chase<kThroughL1><<<1, 1, 0, cudaStream_t(s)>>>(buf.get<u64>(), cycle[0], warm_hops, hops, out.get<u64>());
+        chase<kThroughL1><<<1, 1, 0, cudaStream_t(s)>>>(buf.get<u64>(), cycle[0], warm_hops, hops, out.get<u64>(),
+                                                        launches++ % kSlots);
         check_launch("chase");
       },
       t);
-  u64 h[2];
-  check(cudaMemcpy(h, out.get(), 16, cudaMemcpyDeviceToHost), "copy chase result");
+  std::vector<u64> h(1 + kSlots);
+  check(cudaMemcpy(h.data(), out.get(), h.size() * 8, cudaMemcpyDeviceToHost), "copy chase result");
   ChasePoint p;
   p.ok = h[0] == cycle[std::size_t((warm_hops + hops) % (long long)n)];
-  p.cycles_per_hop = double(h[1]) / double(hops);
+  // The timed launches are the last timing.seconds.samples ones (warm-ups come first).
+  const int timed = std::clamp(int(timing.seconds.samples), 1, std::min(launches, kSlots));
+  std::vector<double> cycles;
+  for (int i = launches - timed; i < launches; ++i) cycles.push_back(double(h[1 + i % kSlots]) / double(hops));
+  const Summary cycle_stats = summarize(cycles);
+  p.cycles_per_hop = cycle_stats.median;
+  const double hz = timing.clocks.core_hz_after;
   const double total_hops = double(warm_hops + hops);
-  p.seconds_per_hop = transform(timing.seconds, [total_hops](double s) { return s / total_hops; });
+  p.wall_seconds_per_hop = transform(timing.seconds, [total_hops](double s) { return s / total_hops; });
+  p.seconds_per_hop = hz > 0 ? transform(cycle_stats, [hz](double c) { return c / hz; }) : p.wall_seconds_per_hop;
   p.clocks = timing.clocks;
   return p;
 }
@@ -104,9 +117,9 @@ ChasePoint run_chase(const ProbeOptions& options, const Device& device, DeviceBu
 SweepPoint to_point(double ws, const ChasePoint& c) {
   SweepPoint p;
   p.working_set_bytes = ws;
+  // value = median of the in-kernel cycle counts per hop at the measured SM clock (the wall time
+  // adds the launch and the warm-up hops; it stays in the ceiling's params).
   p.figure = Figure::measured(c.seconds_per_hop, "s");
-  // The value is the in-kernel cycle count at the measured clock; the spread is the wall time's.
-  if (c.clocks.core_hz_after > 0) p.figure.value = c.cycles_per_hop / c.clocks.core_hz_after;
   return p;
 }
 
@@ -150,6 +163,8 @@ void add_level_ceiling(const Device& device, const std::string& level, const std
   }
   c.params = {{"working_set_bytes", plateau->point.working_set_bytes},
               {"cycles", cp ? cp->cycles_per_hop : 0.0}, {"plateau_points", plateau->points},
+              {"value_is", "median of the timed launches' in-kernel clock64() cycles per hop / SM clock"},
+              {"wall_seconds_per_hop", cp ? to_json(cp->wall_seconds_per_hop) : nlohmann::json()},
               {"window_bytes", {window->low_bytes, std::min(window->high_bytes, max_ws)}},
               {"check", {{"pass", cp && cp->ok}, {"what", "chase ends at the host-computed line"}}}};
   attach_datasheet(c, std::nullopt);

@@ -1,26 +1,15 @@
 // Number formatting with SI prefixes and escaping for XML/HTML/CSV.
 #include "rafter/roofline/format.hpp"
 
+#include "rafter/collector/text_table.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
 namespace rafter::roofline {
 
-std::string format_si(double v, std::string_view unit) {
-  if (!std::isfinite(v)) return "-";
-  if (v == 0) return fmt::format("0 {}", unit);
-  static const char* prefixes[] = {"a", "f", "p", "n", "µ", "m", "", "k", "M", "G", "T", "P", "E"};
-  int exp3 = static_cast<int>(std::floor(std::log10(std::fabs(v)) / 3.0));
-  exp3 = std::clamp(exp3, -6, 6);
-  double scaled = v / std::pow(10.0, 3 * exp3);
-  if (std::fabs(scaled) >= 999.5 && exp3 < 6) {  // rounding would print "1000"
-    ++exp3;
-    scaled /= 1000;
-  }
-  int decimals = std::fabs(scaled) >= 100 ? 0 : std::fabs(scaled) >= 10 ? 1 : 2;
-  return fmt::format("{:.{}f} {}{}", scaled, decimals, prefixes[exp3 + 6], unit);
-}
+std::string format_si(double v, std::string_view unit) { return rafter::format_si(v, unit, 3); }
 
 std::string format_seconds(double seconds) { return format_si(seconds, "s"); }
 std::string format_flops_per_second(double v) { return format_si(v, "FLOP/s"); }

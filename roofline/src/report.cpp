@@ -3,33 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "rafter/collector/text_table.hpp"
 #include "rafter/roofline/format.hpp"
 
 namespace rafter::roofline {
 
 std::string format_text_table(const std::vector<std::vector<std::string>>& rows) {
-  auto width = [](const std::string& s) {  // code points, so that "µs" counts as two
-    std::size_t n = 0;
-    for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
-    return n;
-  };
-  std::vector<std::size_t> widths;
-  for (const auto& row : rows)
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      if (widths.size() <= i) widths.push_back(0);
-      widths[i] = std::max(widths[i], width(row[i]));
-    }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      std::string pad(widths[i] - width(row[i]), ' ');
-      line += i == 0 ? row[i] + pad : "  " + pad + row[i];
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
+  return rafter::format_text_table(rows);
 }
 
 namespace {
@@ -39,6 +19,7 @@ std::string untimed_text(const Placement& p) {
     case RecordStatus::Planned: return "planned";
     case RecordStatus::NoBackend: return "no backend";
     case RecordStatus::Failed: return "failed";
+    case RecordStatus::DoesNotFit: return "does not fit";
     default: return "no time";
   }
 }
@@ -95,9 +76,18 @@ std::string format_report_footer(const RunPlacement& rp) {
       out += fmt::format("  {} {}", name, format_percent(s / rp.step_seconds));
     out += "\n";
   }
-  if (rp.untimed_records > 0)
+  if (rp.timed_records > 0 && rp.step_seconds > 0)
+    out += fmt::format("achieved over the timed records: {} ({} of the step's {} in {})\n",
+                       format_flops_per_second(rp.timed_step_flops / rp.step_seconds),
+                       format_si(rp.timed_step_flops, "FLOP"), format_si(rp.step_flops, "FLOP"),
+                       format_seconds(rp.step_seconds));
+  if (rp.untimed_records > 0) {
     out += fmt::format("{} record(s) without a measured time: their roof floors are shown instead\n",
                        rp.untimed_records);
+    out += fmt::format("not covered by a timed record: {} of the step's FLOPs, {} of its DRAM/HBM bytes\n",
+                       format_percent(rp.step_flops > 0 ? 1 - rp.timed_step_flops / rp.step_flops : 0),
+                       format_percent(rp.step_outer_bytes > 0 ? 1 - rp.timed_step_outer_bytes / rp.step_outer_bytes : 0));
+  }
   for (const auto& p : rp.records)
     for (const auto& r : p.remarks) out += fmt::format("note: {}: {}\n", p.display_name(), r);
   return out;

@@ -72,12 +72,14 @@ double text_width_px(std::string_view text, double size_px) {
 }
 
 std::string level_colour(std::string_view level, std::size_t index) {
-  // Okabe-Ito, fixed per level name so that every chart and page agrees.
-  if (level == "L1" || level == "shared" || level == "smem") return "#0072B2";
+  // Okabe-Ito, fixed per level name so that every chart and page agrees; a GPU draws shared
+  // memory and L1 side by side, so they differ too. Unnamed levels take colours no named one uses.
+  if (level == "L1") return "#0072B2";
+  if (level == "shared" || level == "smem") return "#CC79A7";
   if (level == "L2") return "#009E73";
   if (level == "L3") return "#E69F00";
   if (level == "DRAM" || level == "HBM" || level == "memory") return "#D55E00";
-  static const char* others[] = {"#CC79A7", "#56B4E9", "#8C6D31", "#7F7F7F"};
+  static const char* others[] = {"#56B4E9", "#8C6D31", "#7F7F7F", "#000000"};
   return others[index % 4];
 }
 

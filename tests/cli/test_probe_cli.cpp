@@ -186,3 +186,21 @@ TEST(TopologyCli, TableAndJson) {
   const auto j = nlohmann::json::parse(json.out);
   EXPECT_GE(j.at("cores").get<int>(), 1);
 }
+
+TEST(ProbeCli, EveryCeilingValueIsItsOwnMedian) {
+  const QuickRun& q = quick_run();
+  ASSERT_EQ(q.result.exit_code, 0) << q.result.err;
+  const auto profile = rafter::machine_profile_from_json(q.json);
+  ASSERT_FALSE(profile.ceilings.empty());
+  for (const auto& c : profile.ceilings) {
+    if (c.figure.source != rafter::Source::Measured) continue;
+    EXPECT_DOUBLE_EQ(c.figure.value, c.figure.stats.median) << c.id();
+  }
+  for (const auto& c : q.json.at("ceilings")) {
+    if (c.at("figure").at("source") == "measured") {
+      EXPECT_EQ(c.at("figure").value("value_is", ""), "median");
+    }
+  }
+  // The console table sizes its columns: no two cells run together, figures keep 4 digits.
+  EXPECT_NE(q.result.out.find("value (median)"), std::string::npos) << q.result.out;
+}

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "rafter/roofline/charts.hpp"
 #include "rafter/roofline/format.hpp"
 #include "rafter/roofline/inputs.hpp"
 #include "rafter/roofline/labels.hpp"
+#include "rafter/roofline/svg.hpp"
 #include "roofline_test_util.hpp"
 
 namespace rafter::roofline {
@@ -180,3 +182,14 @@ TEST(Labels, OverlapTestAndSpreading) {
 
 }  // namespace
 }  // namespace rafter::roofline
+
+TEST(Charts, EveryMemoryLevelHasItsOwnColour) {
+  using rafter::roofline::svg::level_colour;
+  // A GPU chart draws shared memory, L1, L2 and HBM together; a CPU chart L1, L2, L3 and DRAM.
+  const std::vector<std::string> levels = {"shared", "L1", "L2", "L3", "HBM"};
+  std::set<std::string> colours;
+  for (std::size_t i = 0; i < levels.size(); ++i) colours.insert(level_colour(levels[i], i));
+  for (std::size_t i = 0; i < 4; ++i) colours.insert(level_colour("level" + std::to_string(i), i));
+  EXPECT_EQ(colours.size(), levels.size() + 4);
+  EXPECT_EQ(level_colour("DRAM", 0), level_colour("HBM", 3));  // the same role on CPU and GPU
+}

@@ -85,6 +85,9 @@ struct RunPlacement {
   double bound_step_seconds = 0;  // sum over timed records of bound x count
   double gap_step_seconds = 0;    // step - bound over timed records
   int timed_records = 0, untimed_records = 0;
+  // The step's FLOPs and DRAM/HBM bytes (x count), and the part of each in timed records: the
+  // rest no measured time covers (no backend, failed, does not fit).
+  double step_flops = 0, timed_step_flops = 0, step_outer_bytes = 0, timed_step_outer_bytes = 0;
   std::map<std::string, double> step_seconds_by_binding;  // where the step's time goes
   std::vector<std::string> memory_levels() const;  // levels drawn: roofs first, then any in records
   std::vector<std::string> precisions() const;     // compute classes judged, in first-seen order

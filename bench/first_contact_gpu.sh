@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The first-contact issue on the GPU in ONE device call (carry .device-debs; see device_build.sh):
+# build with tests; the GPU kernel checks (RoPE's two thread layouts among them) and the CUDA
+# probe tests; `rafter probe --device cuda` (every latency's value against its own stats, the console
+# table); the Llama-2 7B NVFP4 training step at 4096 tokens (memory planned before it runs: AdamW
+# over 6.7 B parameters timed on a slice and scaled, no failed record); `--plan --device cuda`;
+# the default job; the decode rows beside PyTorch eager and torch.compile. Everything lands in
+# $OUT/first-contact.tgz, the key lines on stdout.
+#   bash bench/first_contact_gpu.sh [build-dir]
+# STAGES (default all) picks a subset, e.g. two calls of under 10 minutes each on a warm machine:
+#   STAGES="build tests probe" ...   then   STAGES="plan train default rows" ...
+set -uo pipefail
+build=${1:-build-dev}
+out=/tmp/first-contact
+stages=${STAGES:-build tests probe plan train default rows}
+has() { [[ " $stages " == *" $1 "* ]]; }
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+finish() { tar czf "${OUT:-/tmp}/first-contact-${stages// /-}.tgz" -C "$out" . 2>/dev/null; stamp "done"; }
+trap finish EXIT
+
+if has build; then
+  export RAFTER_CMAKE_ARGS="${RAFTER_CMAKE_ARGS:-} -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20"
+  # shellcheck disable=SC1091
+  source bench/device_build.sh "$build" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+  stamp "built"
+else
+  # shellcheck disable=SC1091
+  source bench/gpu_operators_env.sh
+fi
+rafter="$PWD/$build/apps/rafter/rafter"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temperature.gpu,memory.free \
+  --format=csv,noheader | tee "$out/nvidia-smi.csv"
+
+if has tests; then
+"$build/tests/test_workloads" --gtest_filter='GpuKernelsCuda.*:MemoryPlan.*:StepTotals.*' >"$out/test_workloads.log" 2>&1
+echo "test_workloads (GPU kernels, memory plan): exit $?"; grep -E "^check rope|PASSED|FAILED" "$out/test_workloads.log"
+"$build/tests/test_probes" --gtest_filter='*Cuda*' >"$out/test_probes.log" 2>&1
+echo "test_probes (CUDA): exit $?"; grep -E "PASSED|FAILED" "$out/test_probes.log"
+stamp "tests"
+fi
+
+if has probe; then
+timeout 300 "$rafter" probe --device cuda -o "$out/machine.json" >"$out/probe.txt" 2>&1
+echo "rafter probe --device cuda: exit $?"
+grep -E "^kind|latency +(L1|shared|L2|HBM) |fp8_e4m3|fp8_e5m2|h2d_pinned|wgmma" "$out/probe.txt" | head -24
+python3 - "$out/machine.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+bad = [c for c in m["ceilings"] if c["figure"]["source"] == "measured" and c["figure"]["value"] != c["figure"]["stats"]["median"]]
+print(f"ceilings whose value is not their median: {len(bad)} of {len(m['ceilings'])}")
+for c in m["ceilings"]:
+    if c["kind"] == "latency" and c["resource"] in ("L1", "L2"):
+        s, p = c["figure"]["stats"], c["params"]
+        print(f"  latency {c['resource']:<3} value {c['figure']['value']*1e9:.2f} ns = median {s['median']*1e9:.2f} ns "
+              f"(min {s['min']*1e9:.2f}, max {s['max']*1e9:.2f}; {p.get('cycles', 0):.1f} cycles; wall median "
+              f"{(p.get('wall_seconds_per_hop') or {}).get('median', 0)*1e9:.2f} ns)")
+PY
+stamp "probe"
+fi
+
+if has plan; then
+"$rafter" profile --plan --device cuda --model llama2-7b --phase train --seq 4096 --precision nvfp4 >"$out/plan-train-nvfp4.txt" 2>&1
+echo "plan --device cuda: exit $?"; grep -E "adamw|total:|would have no backend" "$out/plan-train-nvfp4.txt"
+fi
+if has train; then
+s=$(date +%s)
+timeout 900 "$rafter" profile --device cuda --model llama2-7b --phase train --seq 4096 --precision nvfp4 --quick \
+  -o "$out/train-nvfp4.json" >"$out/train-nvfp4.txt" 2>"$out/train-nvfp4.err"
+echo "rafter profile --device cuda --model llama2-7b --phase train --seq 4096 --precision nvfp4 --quick: exit $?, $(( $(date +%s) - s )) s"
+cat "$out/train-nvfp4.err" | head -5
+grep -E "adamw|^total:|not covered|no backend|does not fit|scaled|FAILED|failed" "$out/train-nvfp4.txt"
+stamp "train step"
+fi
+if has default; then
+
+(mkdir -p "$out/default" && cd "$out/default" && timeout 600 "$rafter" >"../default.txt" 2>"../default.err"; echo "rafter (default job): exit $?")
+grep -E "^step:|achieved|not covered|record\(s\)|decode\.layer\.attn\.rope|prefill\.layer\.attn\.rope" "$out/default.txt" | head -12
+cp "$out"/default/run.json "$out/default-run.json" 2>/dev/null
+stamp "default job"
+fi
+if has rows; then
+
+timeout 400 python3 bench/decode_rows_vs_pytorch.py --rafter "$rafter" --out "$out/decode-rows.json" 2>&1 \
+  | tee "$out/decode-rows.log" | tail -9
+stamp "decode rows"
+fi
