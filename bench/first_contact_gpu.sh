@@ -37,7 +37,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temp
 if has tests; then
 "$build/tests/test_workloads" --gtest_filter='GpuKernelsCuda.*:MemoryPlan.*:StepTotals.*' >"$out/test_workloads.log" 2>&1
 echo "test_workloads (GPU kernels, memory plan): exit $?"; grep -E "^check rope|PASSED|FAILED" "$out/test_workloads.log"
-"$build/tests/test_probes" --gtest_filter='*Cuda*' >"$out/test_probes.log" 2>&1
+"$build/tests/test_probes" --gtest_filter='*Cuda*:Gpu*' >"$out/test_probes.log" 2>&1
 echo "test_probes (CUDA): exit $?"; grep -E "PASSED|FAILED" "$out/test_probes.log"
 stamp "tests"
 fi
@@ -45,7 +45,7 @@ fi
 if has probe; then
 timeout 300 "$rafter" probe --device cuda -o "$out/machine.json" >"$out/probe.txt" 2>&1
 echo "rafter probe --device cuda: exit $?"
-grep -E "^kind|latency +(L1|shared|L2|HBM) |fp8_e4m3|fp8_e5m2|h2d_pinned|wgmma" "$out/probe.txt" | head -24
+grep -E "^kind|latency +(L1|shared|L2|HBM|launch) |fp8_e4m3|fp8_e5m2|h2d_pinned|wgmma" "$out/probe.txt" | head -24
 python3 - "$out/machine.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -77,7 +77,8 @@ fi
 if has default; then
 
 (mkdir -p "$out/default" && cd "$out/default" && timeout 600 "$rafter" >"../default.txt" 2>"../default.err"; echo "rafter (default job): exit $?")
-grep -E "^step:|achieved|not covered|record\(s\)|decode\.layer\.attn\.rope|prefill\.layer\.attn\.rope" "$out/default.txt" | head -12
+grep -E "^step:|achieved|not covered|record\(s\)|launch floors|time by binding|decode\.layer\.(attn\.rope|attn_norm|mlp\.act|attn\.residual)|prefill\.layer\.attn\.rope" "$out/default.txt" | head -16
+grep -c "launch-bound" "$out/default.txt" | sed 's/^/records named launch-bound: /'
 cp "$out"/default/run.json "$out/default-run.json" 2>/dev/null
 stamp "default job"
 fi

@@ -98,8 +98,9 @@ double parse_bytes(const std::string& text) {
 
 void run_probe(ProbeArgs& a) {
   if (a.list) {
-    for (const auto& p : probes::probe_registry())
-      fmt::print("{:<16}{:<6}{}\n", p.name, p.device_kind, p.summary);
+    std::vector<std::vector<std::string>> rows = {{"probe", "device", "what it measures"}};
+    for (const auto& p : probes::probe_registry()) rows.push_back({p.name, p.device_kind, p.summary});
+    fmt::print("{}", format_text_table(rows, {1, 2}));
     return;
   }
   if (!a.max_working_set.empty()) a.options.max_working_set_bytes = parse_bytes(a.max_working_set);

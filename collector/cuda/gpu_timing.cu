@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
@@ -177,6 +178,131 @@ GpuTiming time_launches(const LaunchFn& launch, const GpuTimingOptions& options)
   // A drop of more than 5% while the samples ran means the clock fell under load (power or heat).
   out.clocks.throttled = after.source == "nvml" && after.sm_hz < 0.95 * before.sm_hz;
   return out;
+}
+
+namespace {
+
+__global__ void read_flush_kernel(const uint4* __restrict__ buf, std::size_t vecs, unsigned* sink) {
+  unsigned acc = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < vecs;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    uint4 v = __ldcg(buf + i);  // through L2 (not L1): the point is to fill L2 with clean lines
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;  // keeps the loads; practically never taken
+}
+
+struct ReadFlush {
+  void* buffer = nullptr;
+  std::size_t bytes = 0;
+  unsigned* sink = nullptr;
+  int blocks = 0;
+};
+
+const ReadFlush& read_flush_state(int device) {
+  static std::mutex mutex;
+  static std::map<int, ReadFlush> states;
+  std::lock_guard lock(mutex);
+  auto it = states.find(device);
+  if (it != states.end()) return it->second;
+  int l2 = 0, sms = 0;
+  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "cudaDeviceGetAttribute(L2)");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
+  ReadFlush s;
+  s.bytes = std::max<std::size_t>(std::size_t(l2) * 2, std::size_t{16} << 20);
+  check(cudaMalloc(&s.buffer, s.bytes), "cudaMalloc(L2 read-flush buffer)");
+  check(cudaMemset(s.buffer, 0x5a, s.bytes), "cudaMemset(L2 read-flush buffer)");  // defined, then clean
+  check(cudaMalloc(&s.sink, sizeof(unsigned)), "cudaMalloc(read-flush sink)");
+  s.blocks = sms * 8;
+  return states.emplace(device, s).first->second;
+}
+
+struct EachLaunchGraph {
+  cudaStream_t stream = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::vector<cudaEvent_t> start, stop;
+  ~EachLaunchGraph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    for (auto e : start) cudaEventDestroy(e);
+    for (auto e : stop) cudaEventDestroy(e);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+bool capture_each(EachLaunchGraph& g, const LaunchFn& launch, const LaunchFn& before, int n) {
+  if (cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  bool ok = true;
+  try {
+    for (int i = 0; i < n; ++i) {
+      if (before) before(g.stream);
+      // External: a plain record inside a capture only orders streams; this one becomes a graph
+      // node that writes its timestamp at every replay.
+      check(cudaEventRecordWithFlags(g.start[i], g.stream, cudaEventRecordExternal), "cudaEventRecordWithFlags");
+      launch(g.stream);
+      check(cudaEventRecordWithFlags(g.stop[i], g.stream, cudaEventRecordExternal), "cudaEventRecordWithFlags");
+    }
+  } catch (const InputError&) {
+    ok = false;
+  }
+  const cudaError_t e = cudaStreamEndCapture(g.stream, &g.graph);
+  if (!ok || e != cudaSuccess || !g.graph || cudaGraphInstantiate(&g.exec, g.graph, 0) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void read_flush_prepare(int device) { read_flush_state(device); }
+
+void read_flush(int device, void* stream) {
+  const ReadFlush& s = read_flush_state(device);
+  read_flush_kernel<<<s.blocks, 512, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<const uint4*>(s.buffer),
+                                                                           s.bytes / 16, s.sink);
+  check(cudaGetLastError(), "read_flush_kernel");
+}
+
+bool time_each_launch(const LaunchFn& launch, const LaunchFn& before, int launches_per_sample,
+                      const RepeatPolicy& policy, int device, GpuTiming& out) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  const int n = std::max(1, launches_per_sample);
+  EachLaunchGraph g;
+  check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  g.start.resize(std::size_t(n)), g.stop.resize(std::size_t(n));
+  for (int i = 0; i < n; ++i) {
+    check(cudaEventCreate(&g.start[std::size_t(i)]), "cudaEventCreate");
+    check(cudaEventCreate(&g.stop[std::size_t(i)]), "cudaEventCreate");
+  }
+  if (!capture_each(g, launch, before, n)) return false;
+  for (int w = 0; w < std::max(1, policy.warmup); ++w) check(cudaGraphLaunch(g.exec, g.stream), "cudaGraphLaunch");
+  check(cudaStreamSynchronize(g.stream), "warm-up replays");
+  const Clocks before_clocks = read_clocks(device);
+  std::vector<double> samples;
+  double total = 0;
+  for (std::size_t replays = 0; replays == 0 || keep_sampling(policy, replays, total); ++replays) {
+    check(cudaGraphLaunch(g.exec, g.stream), "cudaGraphLaunch");
+    check(cudaStreamSynchronize(g.stream), "timed replays");
+    for (int i = 0; i < n; ++i) {
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, g.start[std::size_t(i)], g.stop[std::size_t(i)]), "cudaEventElapsedTime");
+      samples.push_back(ms * 1e-3);
+      total += ms * 1e-3;
+    }
+  }
+  const Clocks after = read_clocks(device);
+  out.seconds = summarize(samples);
+  out.clocks.core_hz_before = before_clocks.sm_hz, out.clocks.core_hz_after = after.sm_hz;
+  out.clocks.memory_hz_before = before_clocks.memory_hz, out.clocks.memory_hz_after = after.memory_hz;
+  out.clocks.throttled = after.source == "nvml" && after.sm_hz < 0.95 * before_clocks.sm_hz;
+  out.core_hz_mean = 0.5 * (before_clocks.sm_hz + after.sm_hz);
+  out.graph_used = true;
+  return true;
 }
 
 }  // namespace rafter::gpu

@@ -18,11 +18,13 @@ constexpr double kWidth = 1040, kNameRight = 236, kBarLeft = 246, kBarRight = 72
 constexpr double kMainBar = 13, kFloorBar = 4, kFloorStep = 5.5, kRowGap = 11;
 constexpr const char* kGapColour = "#d4d4d4";
 constexpr const char* kComputeColour = "#4d4d4d";
-constexpr const char* kLinkColour = "#CC79A7";
+constexpr const char* kLinkColour = "#882255";    // apart from every memory level's colour
+constexpr const char* kLaunchColour = "#C0392B";  // the launch floor's colour in the time chart
 
 std::string resource_colour(const ResourceBound& b, const std::vector<std::string>& levels) {
   if (b.kind == ResourceKind::Compute) return kComputeColour;
   if (b.kind == ResourceKind::Link) return kLinkColour;
+  if (b.kind == ResourceKind::Launch) return kLaunchColour;
   auto pos = static_cast<std::size_t>(std::find(levels.begin(), levels.end(), b.resource) - levels.begin());
   return svg::level_colour(b.resource, pos);
 }
@@ -65,7 +67,7 @@ double draw_step_bar(svg::Writer& w, const RunPlacement& rp, const std::vector<c
   return y + 44;
 }
 
-void draw_legend(svg::Writer& w, double y, const std::vector<std::string>& levels, bool any_link) {
+void draw_legend(svg::Writer& w, double y, const std::vector<std::string>& levels, bool any_link, bool any_launch) {
   double x = kBarLeft;
   auto swatch = [&](const std::string& colour, const std::string& text, double h) {
     w.rect(x, y - 9 + (10 - h) / 2, 18, h, colour);
@@ -75,6 +77,7 @@ void draw_legend(svg::Writer& w, double y, const std::vector<std::string>& level
   swatch(kComputeColour, "compute", 10);
   for (std::size_t i = 0; i < levels.size(); ++i) swatch(svg::level_colour(levels[i], i), levels[i], 10);
   if (any_link) swatch(kLinkColour, "link", 10);
+  if (any_launch) swatch(kLaunchColour, "launch", 10);
   swatch(kGapColour, "gap (no roof explains it)", 10);
   w.text(kBarLeft, y + 17, "Thick bar: measured time per step, coloured up to its binding floor; thin bars: each resource's floor.",
          10.5, "start", {{"fill", "#555555"}});
@@ -123,13 +126,14 @@ std::string time_stacked_svg(const RunPlacement& rp, const ChartOptions& options
     return a->step_seconds > b->step_seconds;
   });
   double top = 64, rows_height = 0, max_s = 0;
-  bool any_link = false;
+  bool any_link = false, any_launch = false;
   for (const Placement* p : order) {
     rows_height += row_height(*p);
     max_s = std::max(max_s, p->step_seconds);
     for (const auto& b : p->bounds) {
       if (b.has_ceiling()) max_s = std::max(max_s, b.seconds * p->count);
       any_link = any_link || b.kind == ResourceKind::Link;
+      any_launch = any_launch || b.kind == ResourceKind::Launch;
     }
   }
   if (!(max_s > 0)) max_s = 1e-3;
@@ -140,7 +144,7 @@ std::string time_stacked_svg(const RunPlacement& rp, const ChartOptions& options
                                            : options.title,
                      detail::device_subject(rp) + ". Measured time x count beside the floor each resource sets (FLOPs/peak, bytes/bandwidth).");
   double y = draw_step_bar(w, rp, order, levels, top);
-  draw_legend(w, y + 4, levels, any_link);
+  draw_legend(w, y + 4, levels, any_link, any_launch);
   y += 40;
   auto ticks = svg::nice_ticks(0, max_s, 6);
   max_s = std::max(max_s, ticks.back());

@@ -14,6 +14,7 @@ std::string_view to_string(ResourceKind k) {
     case ResourceKind::Compute: return "compute";
     case ResourceKind::Memory: return "memory";
     case ResourceKind::Link: return "link";
+    case ResourceKind::Launch: return "launch";
   }
   return "compute";
 }
@@ -143,13 +144,20 @@ Placement place_record(const OperatorRecord& r, const DeviceRoofs& roofs) {
     if (flops > most) most = flops, p.main_class = cls;
   add_compute_bounds(p, roofs);
   add_traffic_bounds(r, p, roofs);
+  // A GPU operator is at least one kernel launch: the launch floor bounds it like any resource. (A
+  // CPU operator small enough to stay on the calling thread never dispatches, so there the floor
+  // only names records near it, below.)
+  if (roofs.launch_latency_seconds && roofs.device_kind == "cuda")
+    p.bounds.push_back({ResourceKind::Launch, "launch", 1, Source::Measured, 1 / *roofs.launch_latency_seconds,
+                        *roofs.launch_latency_seconds});
   for (const auto& b : p.bounds)
     if (b.has_ceiling() && (!p.binding || b.seconds > p.binding->seconds)) p.binding = b;
   if (p.binding) p.bound_seconds = p.binding->seconds;
   if (has_measured_time(r)) judge_time(r, p);
-  if (p.timed && roofs.launch_latency_seconds && p.seconds_per_call < 2 * *roofs.launch_latency_seconds)
-    p.remarks.push_back(fmt::format("{} per call is within 2x of the launch latency ({}): launch-bound",
-                                    format_seconds(p.seconds_per_call), format_seconds(*roofs.launch_latency_seconds)));
+  if (p.timed && roofs.launch_latency_seconds && p.seconds_per_call < kLaunchBoundFactor * *roofs.launch_latency_seconds)
+    p.remarks.push_back(fmt::format("{} per call is within {}x of the launch floor ({}): launch-bound",
+                                    format_seconds(p.seconds_per_call), kLaunchBoundFactor,
+                                    format_seconds(*roofs.launch_latency_seconds)));
   return p;
 }
 

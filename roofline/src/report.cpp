@@ -62,6 +62,25 @@ std::string header_text(const RunPlacement& rp) {
                      model, rp.roofs.device_id, rp.roofs.device_name, rp.roofs.host);
 }
 
+// The step's time as one CUDA graph vs launched kernel by kernel: each timed call is at least one
+// kernel launch, and a launch form costs at least its floor per kernel.
+std::string launch_floor_text(const RunPlacement& rp) {
+  const auto& forms = rp.roofs.launch_seconds_by_form;
+  const auto graph = forms.find("graph_node"), stream = forms.find("stream");
+  if (rp.timed_records == 0 || (graph == forms.end() && stream == forms.end())) return "";
+  double launches = 0;
+  for (const auto& p : rp.records)
+    if (p.timed) launches += p.count;
+  std::string out = fmt::format("launch floors of the step's {:g} kernel launches (at least one per call):", launches);
+  if (graph != forms.end())
+    out += fmt::format(" as one CUDA graph {} ({} a node)", format_seconds(launches * graph->second),
+                       format_seconds(graph->second));
+  if (stream != forms.end())
+    out += fmt::format("{} launched one by one {} ({} a launch)", graph != forms.end() ? ";" : "",
+                       format_seconds(launches * stream->second), format_seconds(stream->second));
+  return out + fmt::format("; measured {}\n", format_seconds(rp.step_seconds));
+}
+
 }  // namespace
 
 std::string format_report_footer(const RunPlacement& rp) {
@@ -81,6 +100,7 @@ std::string format_report_footer(const RunPlacement& rp) {
                        format_flops_per_second(rp.timed_step_flops / rp.step_seconds),
                        format_si(rp.timed_step_flops, "FLOP"), format_si(rp.step_flops, "FLOP"),
                        format_seconds(rp.step_seconds));
+  out += launch_floor_text(rp);
   if (rp.untimed_records > 0) {
     out += fmt::format("{} record(s) without a measured time: their roof floors are shown instead\n",
                        rp.untimed_records);

@@ -118,10 +118,15 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id)
     if (const Ceiling* c = profile.best(device->id, CeilingKind::Link, r)) roofs.links.push_back(bandwidth_roof(*c));
   for (const auto& c : profile.ceilings)
     if (c.device == device->id && c.kind == CeilingKind::Latency &&
-        (c.resource == "launch" || c.operation == "launch") && c.figure.value > 0)
-      roofs.launch_latency_seconds = roofs.launch_latency_seconds
-                                         ? std::min(*roofs.launch_latency_seconds, c.figure.value)
-                                         : c.figure.value;
+        (c.resource == "launch" || c.operation == "launch") && c.figure.value > 0) {
+      auto [it, fresh] = roofs.launch_seconds_by_form.emplace(c.operation, c.figure.value);
+      if (!fresh) it->second = std::min(it->second, c.figure.value);
+    }
+  if (auto op = roofs.launch_seconds_by_form.find("operator"); op != roofs.launch_seconds_by_form.end())
+    roofs.launch_latency_seconds = op->second;
+  else
+    for (const auto& [form, seconds] : roofs.launch_seconds_by_form)
+      roofs.launch_latency_seconds = std::min(roofs.launch_latency_seconds.value_or(seconds), seconds);
   return roofs;
 }
 

@@ -204,3 +204,19 @@ TEST(ProbeCli, EveryCeilingValueIsItsOwnMedian) {
   // The console table sizes its columns: no two cells run together, figures keep 4 digits.
   EXPECT_NE(q.result.out.find("value (median)"), std::string::npos) << q.result.out;
 }
+
+TEST(ProbeCli, LaunchFloorIsTheThreadPoolsForkJoin) {
+  const QuickRun& q = quick_run();
+  ASSERT_EQ(q.result.exit_code, 0) << q.result.err;
+  const auto profile = rafter::machine_profile_from_json(q.json);
+  const rafter::Ceiling* launch = find(profile, rafter::CeilingKind::Latency, "launch", "operator", "device");
+  if (profile.devices.front().cores < 2) {
+    EXPECT_EQ(launch, nullptr) << "one core: no dispatch, no floor";
+    return;
+  }
+  ASSERT_NE(launch, nullptr);
+  // Waking and joining the pool costs something, and far less than a millisecond.
+  EXPECT_GT(launch->figure.value, 50e-9);
+  EXPECT_LT(launch->figure.value, 1e-3);
+  EXPECT_GE(launch->threads, 2);
+}

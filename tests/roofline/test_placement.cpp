@@ -4,6 +4,7 @@
 
 #include "rafter/collector/error.hpp"
 #include "rafter/roofline/placement.hpp"
+#include "rafter/roofline/report.hpp"
 #include "roofline_test_util.hpp"
 
 namespace rafter::roofline {
@@ -132,4 +133,70 @@ TEST(Placement, ComputeClassNames) {
 }
 
 }  // namespace
+}  // namespace rafter::roofline
+
+namespace rafter::roofline {
+namespace {
+
+// A GPU "cuda:0" with the three launch forms of cuda.launch: operator 3 us, graph node 1 us,
+// stream 2.5 us; HBM 1 TB/s.
+MachineProfile gpu_with_launch_floor() {
+  MachineProfile m = test::small_machine();
+  m.devices[0].id = "cuda:0";
+  m.devices[0].kind = "cuda";
+  m.devices[0].memory_levels = {{"L2", 50 << 20, 128, 1, 1}, {"HBM", 0, 64, 1, 1}};
+  m.ceilings = {test::make_ceiling(CeilingKind::Compute, "cuda:0", "bf16", 900e12),
+                test::make_ceiling(CeilingKind::Bandwidth, "cuda:0", "HBM", 1e12)};
+  for (auto [form, seconds] : {std::pair{"operator", 3e-6}, {"graph_node", 1e-6}, {"stream", 2.5e-6}}) {
+    Ceiling c = test::make_ceiling(CeilingKind::Latency, "cuda:0", "launch", seconds);
+    c.operation = form;
+    m.ceilings.push_back(c);
+  }
+  return m;
+}
+
+OperatorRecord gpu_record(const std::string& label, double hbm_bytes, double seconds) {
+  OperatorRecord r = test::make_record(label, "bf16", 1e3, 0, hbm_bytes, seconds);
+  r.device = "cuda:0";
+  r.bytes = {{"HBM", hbm_bytes, Source::Analytic}};
+  return r;
+}
+
+}  // namespace
+
+TEST(Placement, LaunchFloorBindsSmallGpuOperatorsAndNamesThem) {
+  // 64 KB at 1 TB/s is 64 ns: the 3 us launch floor binds; 4 us is within 1.5x of it.
+  rafter::Run run = test::make_run({gpu_record("decode.rmsnorm", 64e3, 4e-6), gpu_record("mlp", 4e9, 5e-3)});
+  run.device.id = "cuda:0";
+  run.device.kind = "cuda";
+  auto rp = place_run(run, gpu_with_launch_floor());
+  ASSERT_TRUE(rp.roofs.launch_latency_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*rp.roofs.launch_latency_seconds, 3e-6);  // the form operators are timed in
+  const Placement& small = rp.records.at(0);
+  EXPECT_EQ(small.binding_name(), "launch");
+  EXPECT_DOUBLE_EQ(small.bound_seconds, 3e-6);
+  EXPECT_DOUBLE_EQ(small.efficiency, 0.75);
+  bool named = false;
+  for (const auto& r : small.remarks) named = named || r.find("launch-bound") != std::string::npos;
+  EXPECT_TRUE(named);
+  const Placement& big = rp.records.at(1);
+  EXPECT_EQ(big.binding_name(), "HBM");
+  for (const auto& r : big.remarks) EXPECT_EQ(r.find("launch-bound"), std::string::npos) << r;
+  // 2 records x count 2 = 4 launches: as one graph >= 4 us, one by one >= 10 us.
+  const std::string footer = format_report_footer(rp);
+  EXPECT_NE(footer.find("as one CUDA graph 4.00 µs"), std::string::npos) << footer;
+  EXPECT_NE(footer.find("launched one by one 10.0 µs"), std::string::npos) << footer;
+}
+
+TEST(Placement, CpuLaunchFloorNamesButDoesNotBind) {
+  // small_machine's CPU has a 2 us launch ceiling: a 2.5 us record is named launch-bound, but a CPU
+  // operator that stays on the calling thread never dispatches, so the floor is no bound there.
+  auto rp = place_run(test::make_run({test::make_record("tiny", "bf16", 1e3, 1e3, 1e3, 2.5e-6)}), test::small_machine());
+  const Placement& p = rp.records.at(0);
+  EXPECT_NE(p.binding_name(), "launch");
+  bool named = false;
+  for (const auto& r : p.remarks) named = named || r.find("launch-bound") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 }  // namespace rafter::roofline

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "rafter/collector/thread_pool.hpp"
 #include "rafter/workloads/formats.hpp"
 #include "rafter/workloads/operator.hpp"
 
@@ -117,13 +118,15 @@ std::vector<KernelEntry>& kernel_registry();
 bool register_kernel(KernelEntry e);
 const KernelEntry* find_kernel(std::string_view backend, const OpInstance& inst);
 
-// Thread pool: workers pinned one per core (hwloc); the calling thread is worker 0.
-int pool_threads();
-void set_pool_threads(int n);  // 0 = all cores
+// Thread pool (collector's cpu_pool): workers pinned one per core (hwloc); the calling thread is
+// worker 0.
+inline int pool_threads() { return cpu_pool::threads(); }
+inline void set_pool_threads(int n) { cpu_pool::set_threads(n); }  // 0 = all cores
 // Splits [0, n) into contiguous chunks, one per worker; fn(begin, end, worker). `grain` is the
 // fewest items worth a thread of their own: tiny calls stay on the caller (no wake-up latency).
-void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t, int)>& fn,
-                  std::int64_t grain = 1);
+inline void parallel_for(std::int64_t n, const cpu_pool::Job& fn, std::int64_t grain = 1) {
+  cpu_pool::parallel_for(n, fn, grain);
+}
 // Items per thread for row-wise kernels so that a thread gets at least ~64 KiB of work.
 inline std::int64_t row_grain(std::int64_t row_elements) { return std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, row_elements)); }
 

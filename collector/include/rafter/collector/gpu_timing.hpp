@@ -33,6 +33,20 @@ struct GpuTiming {
 // Times `launch` on its own stream. Throws InputError on CUDA errors (message names the call).
 GpuTiming time_launches(const LaunchFn& launch, const GpuTimingOptions& options);
 
+// Enqueues one read of a buffer twice the L2 of `device` through L2 (not L1): it evicts what a
+// timed kernel left there without leaving dirty lines that the next kernel would pay to write
+// back. The buffer is allocated once per device; call read_flush_prepare() before a capture.
+void read_flush(int device, void* stream);
+void read_flush_prepare(int device);
+
+// Every launch timed on its own, the way rafter times operators: a CUDA graph of
+// `launches_per_sample` x (before(), event, launch, event) with external events, replayed per the
+// policy; each event pair is one sample (per launch), so neither `before` (an L2 read-flush) nor the
+// write-back of the launch's dirty lines lands in its time. Returns false, with nothing timed, when
+// the launches cannot be captured.
+bool time_each_launch(const LaunchFn& launch, const LaunchFn& before, int launches_per_sample,
+                      const RepeatPolicy& policy, int device, GpuTiming& out);
+
 // SM and memory clocks in Hz now (NVML when available, else CUDA's attribute clock).
 struct Clocks {
   double sm_hz = 0;

@@ -14,16 +14,17 @@
 
 namespace rafter::roofline {
 
-enum class ResourceKind { Compute, Memory, Link };
+// Launch: the launch floor (GPU records: every call is at least one kernel launch).
+enum class ResourceKind { Compute, Memory, Link, Launch };
 std::string_view to_string(ResourceKind k);
 
 // The lower bound in time one resource sets for one call of an operator.
 struct ResourceBound {
   ResourceKind kind = ResourceKind::Compute;
-  std::string resource;     // compute class, memory level or link name
-  double amount = 0;        // FLOPs (compute) or bytes (memory, link) per call
+  std::string resource;     // compute class, memory level, link name or "launch"
+  double amount = 0;        // FLOPs (compute), bytes (memory, link) or launches per call
   Source amount_source = Source::Analytic;  // where the bytes came from (analytic or counter)
-  double ceiling = 0;       // FLOP/s or B/s; 0 when the profile has no such roof
+  double ceiling = 0;       // FLOP/s, B/s or launches/s; 0 when the profile has no such roof
   double seconds = 0;       // amount / ceiling; 0 without a ceiling
   bool has_ceiling() const { return ceiling > 0; }
 };
@@ -92,6 +93,9 @@ struct RunPlacement {
   std::vector<std::string> memory_levels() const;  // levels drawn: roofs first, then any in records
   std::vector<std::string> precisions() const;     // compute classes judged, in first-seen order
 };
+
+// A timed record within this factor of the launch floor is named launch-bound.
+inline constexpr double kLaunchBoundFactor = 1.5;
 
 // Judges one record against `roofs`.
 Placement place_record(const OperatorRecord& record, const DeviceRoofs& roofs);

@@ -2,6 +2,7 @@
 // one bandwidth ceiling per memory level, one per link, and the launch-latency floor. Placement
 // and every chart read these rather than the raw ceiling list.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,7 +36,11 @@ struct DeviceRoofs {
   std::vector<ComputeRoof> compute;   // highest first
   std::vector<BandwidthRoof> memory;  // innermost level first
   std::vector<BandwidthRoof> links;
-  std::optional<double> launch_latency_seconds;  // Latency ceiling named "launch", when measured
+  // The launch floor: the `launch` latency ceiling timed as operators are (operation "operator";
+  // else the smallest launch ceiling), when measured. Every launch form measured, by operation
+  // ("operator", "graph_node", "stream"): what a step pays per kernel as a graph or launch by launch.
+  std::optional<double> launch_latency_seconds;
+  std::map<std::string, double> launch_seconds_by_form;
 
   const ComputeRoof* compute_for(std::string_view precision) const;
   const BandwidthRoof* memory_for(std::string_view level) const;
