@@ -65,6 +65,7 @@ json to_json(const OperatorRecord& r) {
             {"details", r.details},
             {"note", r.note}};
   if (r.emulated) j["emulated_via"] = r.emulated_via;
+  if (r.write_fraction) j["write_fraction"] = *r.write_fraction;
   if (r.time) j["time"] = to_json(*r.time);
   if (const auto& s = r.scaled_from)
     j["scaled_from"] = {{"axis", s->axis},     {"slice", s->slice},
@@ -133,6 +134,10 @@ OperatorRecord record_from_json(const JsonReader& r) {
     o.bytes.push_back(lb);
   }
   o.compulsory_bytes = r.number_or("compulsory_bytes", 0);
+  if (r.has("write_fraction")) {
+    o.write_fraction = r.number("write_fraction");
+    if (!(*o.write_fraction >= 0 && *o.write_fraction <= 1)) r.fail("write_fraction", "must be between 0 and 1");
+  }
   if (r.has("check")) {
     JsonReader c = r.object("check");
     o.check = {c.boolean("ran"), c.boolean("passed"), c.number_or("error", 0), c.number_or("tolerance", 0),

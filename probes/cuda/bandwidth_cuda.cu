@@ -13,8 +13,20 @@
 namespace rafter::probes::cuda {
 namespace {
 
-enum class SweepOp { Read, Write, Copy };
-const char* name(SweepOp op) { return op == SweepOp::Read ? "read" : op == SweepOp::Write ? "write" : "copy"; }
+// Read-only, write-only, 1:1 (copy) and 2:1 (triad: c = a ^ b) mixes: an operator is judged on the
+// roof of its own read:write mix (roofline/roofs.cpp).
+enum class SweepOp { Read, Write, Copy, Triad };
+const char* name(SweepOp op) {
+  switch (op) {
+    case SweepOp::Read: return "read";
+    case SweepOp::Write: return "write";
+    case SweepOp::Copy: return "copy";
+    case SweepOp::Triad: return "triad";
+  }
+  return "";
+}
+// Buffers an op touches: bytes counted per vector it streams.
+int streams_of(SweepOp op) { return op == SweepOp::Copy ? 2 : op == SweepOp::Triad ? 3 : 1; }
 
 struct Context {
   const ProbeOptions& options;
@@ -22,6 +34,7 @@ struct Context {
   cudaDeviceProp props{};
   DeviceBuffer* a = nullptr;
   DeviceBuffer* b = nullptr;
+  DeviceBuffer* c = nullptr;
   DeviceBuffer* sink = nullptr;
 };
 
@@ -31,10 +44,11 @@ double pow2_at_least(double x) { return std::exp2(std::ceil(std::log2(x))); }
 SweepPoint sweep_point(Context& cx, SweepOp op, bool l1, double ws_bytes) {
   const int blocks = 2 * cx.props.multiProcessorCount;
   const double threads = double(blocks) * kSweepThreads;
-  // Copy splits the working set between source and destination.
-  const double per_buffer = op == SweepOp::Copy ? ws_bytes / 2 : ws_bytes;
+  // Copy and triad split the working set between their buffers (triad: a power of two per buffer,
+  // so 3/4 of the working set: the point is placed at the bytes it really covers).
+  const double per_buffer = op == SweepOp::Copy ? ws_bytes / 2 : op == SweepOp::Triad ? ws_bytes / 4 : ws_bytes;
   const auto mask = static_cast<unsigned>(per_buffer / 16) - 1;
-  const int unroll = op == SweepOp::Copy ? kCopyUnroll : kUnroll;
+  const int unroll = (op == SweepOp::Copy || op == SweepOp::Triad) ? kCopyUnroll : kUnroll;
   const double bytes_per_trip = threads * unroll * 16;
   const double target_bytes = cx.options.quick ? 2e9 : 8e9;
   // The L1 sweep's blocks each walk the whole working set; the device sweep's grid covers it.
@@ -43,22 +57,24 @@ SweepPoint sweep_point(Context& cx, SweepOp op, bool l1, double ws_bytes) {
   trips = std::max(trips, 1);
   auto* a = cx.a->get<int4>();
   auto* b = cx.b->get<int4>();
+  auto* c = cx.c->get<int4>();
   int* sink = cx.sink->get<int>();
   Measurement m;
-  m.work_per_launch = bytes_per_trip * double(trips) * (op == SweepOp::Copy ? 2 : 1);
+  m.work_per_launch = bytes_per_trip * double(trips) * streams_of(op);
   m.timing = gpu::time_launches(
       [&](void* s) {
         auto st = cudaStream_t(s);
         if (l1) sweep_l1_read<<<blocks, kSweepThreads, 0, st>>>(a, mask, trips, sink);
         else if (op == SweepOp::Read) grid_read<<<blocks, kSweepThreads, 0, st>>>(a, mask, trips, sink);
         else if (op == SweepOp::Write) grid_write<<<blocks, kSweepThreads, 0, st>>>(b, mask, trips);
-        else grid_copy<<<blocks, kSweepThreads, 0, st>>>(a, b, mask, trips);
+        else if (op == SweepOp::Copy) grid_copy<<<blocks, kSweepThreads, 0, st>>>(a, b, mask, trips);
+        else grid_triad<<<blocks, kSweepThreads, 0, st>>>(a, b, c, mask, trips);
         check_launch("sweep kernel");
       },
       timing_options(cx.options, cx.device, false));
   double work = m.work_per_launch;
   SweepPoint p;
-  p.working_set_bytes = ws_bytes;
+  p.working_set_bytes = op == SweepOp::Triad ? 3 * per_buffer : ws_bytes;
   p.figure = Figure::measured(transform(m.timing.seconds, [work](double sec) { return work / sec; }), "B/s");
   return p;
 }
@@ -126,9 +142,11 @@ void sweep(Context& cx, SweepOp op, bool l1, double max_ws, MachineProfile& prof
   profile.sweeps.push_back(std::move(sw));
 }
 
-__global__ void count_mismatches(const int4* a, const int4* b, std::size_t n, unsigned long long* bad) {
+// Vectors where out != a (b == nullptr: copy) or out != a ^ b (triad).
+__global__ void count_mismatches(const int4* a, const int4* b, const int4* out, std::size_t n, unsigned long long* bad) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    int4 x = a[i], y = b[i];
+    int4 x = a[i], y = out[i];
+    if (b) xor_into(x, b[i]);
     if (x.x != y.x || x.y != y.y || x.z != y.z || x.w != y.w) atomicAdd(bad, 1ULL);
   }
 }
@@ -150,37 +168,49 @@ const char* name(Variant v) {
   return "";
 }
 
+struct StreamBuffers {
+  int4 *a, *b, *c;
+  int* sink;
+};
+
 template <int U, int B = 256>
-void launch_onepass(SweepOp op, int4* a, int4* b, std::size_t n16, int* sink, cudaStream_t s) {
+void launch_onepass(SweepOp op, const StreamBuffers& x, std::size_t n16, cudaStream_t s) {
   const auto grid = unsigned(n16 / (B * U));
-  if (op == SweepOp::Read) onepass_read<U, B><<<grid, B, 0, s>>>(a, sink);
-  if (op == SweepOp::Write) onepass_write<U, B><<<grid, B, 0, s>>>(b);
-  if (op == SweepOp::Copy) onepass_copy<U, B><<<grid, B, 0, s>>>(a, b);
+  if (op == SweepOp::Read) onepass_read<U, B><<<grid, B, 0, s>>>(x.a, x.sink);
+  if (op == SweepOp::Write) onepass_write<U, B><<<grid, B, 0, s>>>(x.b);
+  if (op == SweepOp::Copy) onepass_copy<U, B><<<grid, B, 0, s>>>(x.a, x.b);
+  if (op == SweepOp::Triad) onepass_triad<U, B><<<grid, B, 0, s>>>(x.a, x.b, x.c);
 }
 
-void launch_stream(Variant v, SweepOp op, int blocks, int4* a, int4* b, std::size_t n16, int* sink, cudaStream_t s) {
-  if (v == Variant::OnePass1) launch_onepass<1>(op, a, b, n16, sink, s);
-  if (v == Variant::OnePass2) launch_onepass<2>(op, a, b, n16, sink, s);
-  if (v == Variant::OnePass2Small) launch_onepass<2, 128>(op, a, b, n16, sink, s);
-  if (v == Variant::OnePass4) launch_onepass<4>(op, a, b, n16, sink, s);
-  if (v == Variant::OnePass4Small) launch_onepass<4, 128>(op, a, b, n16, sink, s);
-  if (v == Variant::OnePass8) launch_onepass<8>(op, a, b, n16, sink, s);
-  const bool hints = v == Variant::StrideHints;
-  if (v == Variant::Stride || hints) {
-    if (op == SweepOp::Read) hints ? stream_read<true><<<blocks, 256, 0, s>>>(a, n16, sink) : stream_read<false><<<blocks, 256, 0, s>>>(a, n16, sink);
-    if (op == SweepOp::Write) hints ? stream_write<true><<<blocks, 256, 0, s>>>(b, n16) : stream_write<false><<<blocks, 256, 0, s>>>(b, n16);
-    if (op == SweepOp::Copy) hints ? stream_copy<true><<<blocks, 256, 0, s>>>(a, b, n16) : stream_copy<false><<<blocks, 256, 0, s>>>(a, b, n16);
-  }
+template <bool kHints>
+void launch_stride(SweepOp op, int blocks, const StreamBuffers& x, std::size_t n16, cudaStream_t s) {
+  if (op == SweepOp::Read) stream_read<kHints><<<blocks, 256, 0, s>>>(x.a, n16, x.sink);
+  if (op == SweepOp::Write) stream_write<kHints><<<blocks, 256, 0, s>>>(x.b, n16);
+  if (op == SweepOp::Copy) stream_copy<kHints><<<blocks, 256, 0, s>>>(x.a, x.b, n16);
+  if (op == SweepOp::Triad) stream_triad<kHints><<<blocks, 256, 0, s>>>(x.a, x.b, x.c, n16);
+}
+
+void launch_stream(Variant v, SweepOp op, int blocks, const StreamBuffers& x, std::size_t n16, cudaStream_t s) {
+  if (v == Variant::OnePass1) launch_onepass<1>(op, x, n16, s);
+  if (v == Variant::OnePass2) launch_onepass<2>(op, x, n16, s);
+  if (v == Variant::OnePass2Small) launch_onepass<2, 128>(op, x, n16, s);
+  if (v == Variant::OnePass4) launch_onepass<4>(op, x, n16, s);
+  if (v == Variant::OnePass4Small) launch_onepass<4, 128>(op, x, n16, s);
+  if (v == Variant::OnePass8) launch_onepass<8>(op, x, n16, s);
+  if (v == Variant::Stride) launch_stride<false>(op, blocks, x, n16, s);
+  if (v == Variant::StrideHints) launch_stride<true>(op, blocks, x, n16, s);
   check_launch("stream kernel");
 }
 
-// Poisons the destination, copies once with variant `v`, counts the vectors that differ.
-unsigned long long copy_mismatches(Variant v, int blocks, int4* a, int4* b, std::size_t n16, int* sink) {
+// Poisons the destination, copies (or triads) once with variant `v`, counts the vectors that differ.
+unsigned long long output_mismatches(Variant v, SweepOp op, int blocks, const StreamBuffers& x, std::size_t n16) {
   DeviceBuffer bad(8);
-  check(cudaMemset(b, 0xFF, n16 * 16), "poison copy destination");
+  int4* out = op == SweepOp::Copy ? x.b : x.c;
+  check(cudaMemset(out, 0xFF, n16 * 16), "poison the destination");
   check(cudaMemset(bad.get(), 0, 8), "clear mismatch count");
-  launch_stream(v, SweepOp::Copy, blocks, a, b, n16, sink, nullptr);
-  count_mismatches<<<4 * blocks, 256>>>(a, b, n16, bad.get<unsigned long long>());
+  launch_stream(v, op, blocks, x, n16, nullptr);
+  count_mismatches<<<4 * blocks, 256>>>(x.a, op == SweepOp::Triad ? x.b : nullptr, out, n16,
+                                        bad.get<unsigned long long>());
   check_launch("count_mismatches");
   unsigned long long mismatches = 0;
   check(cudaMemcpy(&mismatches, bad.get(), 8, cudaMemcpyDeviceToHost), "copy mismatch count");
@@ -192,9 +222,7 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
   const int blocks = 8 * cx.props.multiProcessorCount;
   const std::size_t chunk = std::size_t(blocks) * 256 * kUnroll * 8;  // also a multiple of 256 x 8
   const std::size_t n16 = std::size_t(bytes / 16) / chunk * chunk;
-  int4* a = cx.a->get<int4>();
-  int4* b = cx.b->get<int4>();
-  int* sink = cx.sink->get<int>();
+  const StreamBuffers x{cx.a->get<int4>(), cx.b->get<int4>(), cx.c->get<int4>(), cx.sink->get<int>()};
   nlohmann::json tried = nlohmann::json::object();
   Measurement best;
   Variant best_variant = Variant::Stride;
@@ -206,8 +234,8 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
     m.operation = name(op);
     m.isa = "stream";
     m.unit = "B/s";
-    m.work_per_launch = double(n16) * 16 * (op == SweepOp::Copy ? 2 : 1);
-    m.timing = gpu::time_launches([&](void* s) { launch_stream(v, op, blocks, a, b, n16, sink, cudaStream_t(s)); },
+    m.work_per_launch = double(n16) * 16 * streams_of(op);
+    m.timing = gpu::time_launches([&](void* s) { launch_stream(v, op, blocks, x, n16, cudaStream_t(s)); },
                                   timing_options(cx.options, cx.device, true));
     double rate = m.work_per_launch / m.timing.seconds.median;
     tried[name(v)] = rate;
@@ -218,9 +246,11 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
   }
   nlohmann::json params = {{"buffer_bytes", double(n16) * 16}, {"variant", name(best_variant)},
                            {"rate_by_variant", tried},
-                           {"bytes_counted", op == SweepOp::Copy ? "read + written" : name(op)}};
-  if (op == SweepOp::Copy) {  // the copy must have copied: poison, copy once, compare
-    unsigned long long bad = copy_mismatches(best_variant, blocks, a, b, n16, sink);
+                           {"bytes_counted", op == SweepOp::Copy    ? "read + written"
+                                             : op == SweepOp::Triad ? "2 read + 1 written"
+                                                                    : name(op)}};
+  if (op == SweepOp::Copy || op == SweepOp::Triad) {  // it must have computed: poison, run once, compare
+    unsigned long long bad = output_mismatches(best_variant, op, blocks, x, n16);
     params["check"] = {{"pass", bad == 0}, {"mismatched_vectors", bad}};
   }
   Ceiling c = make_ceiling(cx.device, "cuda.bandwidth", best, params);
@@ -244,21 +274,25 @@ void run_bandwidth_probe(const ProbeOptions& options, const Device& device, Mach
                                        pow2_at_least(double(cx.props.totalGlobalMem) / 16));
   const double buffer_bytes = std::max(max_ws, stream_bytes);
   const auto buffer_size = static_cast<std::size_t>(buffer_bytes);
-  DeviceBuffer a(buffer_size), b(buffer_size), sink(64);
+  DeviceBuffer a(buffer_size), b(buffer_size), c(buffer_size), sink(64);
   fill_random(a.get(), a.bytes(), 3u);
   fill_random(b.get(), b.bytes(), 4u);
+  fill_random(c.get(), c.bytes(), 5u);
   cx.a = &a;
   cx.b = &b;
+  cx.c = &c;
   cx.sink = &sink;
   sweep(cx, SweepOp::Read, true, std::min(max_ws, 4.0 * (1 << 20)), profile);  // L1, into L2
-  for (SweepOp op : {SweepOp::Read, SweepOp::Write, SweepOp::Copy}) sweep(cx, op, false, max_ws, profile);
-  for (SweepOp op : {SweepOp::Read, SweepOp::Write, SweepOp::Copy}) stream(cx, op, stream_bytes, profile);
+  for (SweepOp op : {SweepOp::Read, SweepOp::Write, SweepOp::Copy, SweepOp::Triad}) {
+    sweep(cx, op, false, max_ws, profile);
+    stream(cx, op, stream_bytes, profile);
+  }
 }
 
 }  // namespace
 
 RAFTER_REGISTER_PROBE("cuda.bandwidth", "cuda",
-                      "L1, L2 and HBM read/write/copy bandwidth: working-set sweep and streams",
+                      "L1, L2 and HBM bandwidth per read:write mix (read, write, copy 1:1, triad 2:1): sweeps and streams",
                       run_bandwidth_probe);
 
 }  // namespace rafter::probes::cuda

@@ -6,7 +6,7 @@
 // another hits the lines it just brought in), so past L1 this sweep shows L2, never HBM.
 // Device sweeps: the grid strides over W (thread g reads g, g + T, ... modulo W) with L2-only
 // loads (ld.global.cg): W <= L2 hits L2, W > L2 streams from HBM.
-// Bytes per launch: threads x trips x unroll x 16 (x2 for copy, read + write).
+// Bytes per launch: threads x trips x unroll x 16 (x2 for copy, read + write; x3 for triad).
 //
 // Stream kernels: one pass of the grid over buffers far larger than L2 (the HBM ceilings), each
 // 16-byte vector touched once. Bytes per launch: the buffer size (x2 for copy).
@@ -101,6 +101,27 @@ __global__ void __launch_bounds__(kSweepThreads)
   }
 }
 
+// Triad (2 reads : 1 write, as in STREAM and the CPU's triad): c = a ^ b, 2 vectors of each source
+// per thread in flight (as copy, within 32 registers).
+__global__ void __launch_bounds__(kSweepThreads) grid_triad(const int4* __restrict__ a, const int4* __restrict__ b,
+                                                           int4* __restrict__ c, unsigned mask, int trips) {
+  const unsigned stride = gridDim.x * blockDim.x;
+  unsigned i = grid_thread();
+  for (int t = 0; t < trips; ++t) {
+    int4 x[kCopyUnroll], y[kCopyUnroll];
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) x[u] = load_cg(&a[(i + u * stride) & mask]);
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) y[u] = load_cg(&b[(i + u * stride) & mask]);
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      xor_into(x[u], y[u]);
+      c[(i + u * stride) & mask] = x[u];
+    }
+    i += kCopyUnroll * stride;
+  }
+}
+
 // Streaming loads/stores that do not keep lines in L1 (.nc, no_allocate) and mark stores as used
 // once (.cs), so that L2 stays free for the lines in flight.
 __device__ __forceinline__ int4 load_stream(const int4* p) {
@@ -129,6 +150,27 @@ __global__ void stream_copy(const int4* __restrict__ src, int4* __restrict__ dst
         store_stream(&dst[i + u * stride], v[u]);
       else
         dst[i + u * stride] = v[u];
+    }
+  }
+}
+
+template <bool kHints>
+__global__ void stream_triad(const int4* __restrict__ a, const int4* __restrict__ b, int4* __restrict__ c,
+                             std::size_t n16) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n16; i += stride * kUnroll) {
+    int4 x[kUnroll], y[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) x[u] = kHints ? load_stream(&a[i + u * stride]) : a[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) y[u] = kHints ? load_stream(&b[i + u * stride]) : b[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      xor_into(x[u], y[u]);
+      if constexpr (kHints)
+        store_stream(&c[i + u * stride], x[u]);
+      else
+        c[i + u * stride] = x[u];
     }
   }
 }
@@ -172,6 +214,22 @@ __global__ void __launch_bounds__(B) onepass_copy(const int4* __restrict__ src, 
   for (int u = 0; u < U; ++u) v[u] = src[base + u * B];
 #pragma unroll
   for (int u = 0; u < U; ++u) dst[base + u * B] = v[u];
+}
+
+template <int U, int B>
+__global__ void __launch_bounds__(B) onepass_triad(const int4* __restrict__ a, const int4* __restrict__ b,
+                                                  int4* __restrict__ c) {
+  const std::size_t base = std::size_t(blockIdx.x) * B * U + threadIdx.x;
+  int4 x[U], y[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) x[u] = a[base + u * B];
+#pragma unroll
+  for (int u = 0; u < U; ++u) y[u] = b[base + u * B];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    xor_into(x[u], y[u]);
+    c[base + u * B] = x[u];
+  }
 }
 
 template <int U, int B>

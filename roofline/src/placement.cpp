@@ -80,9 +80,12 @@ void add_traffic_bounds(const OperatorRecord& r, Placement& p, const DeviceRoofs
     ResourceBound b{ResourceKind::Memory, lb.level, lb.bytes, lb.source, 0, 0};
     LevelPoint pt{lb.level, lb.bytes, lb.source, p.total_flops / lb.bytes, 0, 0};
     if (roof) {
-      b.ceiling = pt.bandwidth_bytes_per_second = roof->bytes_per_second;
-      b.seconds = lb.bytes / roof->bytes_per_second;
-      double memory_roof = pt.ai_flops_per_byte * roof->bytes_per_second;
+      // The roof of the record's own read:write mix (a read-heavy stream is not judged on the
+      // write-only figure, nor a copy on the read-only one).
+      const double bandwidth = roof->at_mix(r.write_fraction);
+      b.ceiling = pt.bandwidth_bytes_per_second = bandwidth;
+      b.seconds = lb.bytes / bandwidth;
+      double memory_roof = pt.ai_flops_per_byte * bandwidth;
       pt.roof_flops_per_second = peak ? std::min(peak->flops_per_second, memory_roof) : memory_roof;
     } else {
       p.remarks.push_back(fmt::format("no bandwidth roof for {} on {}", lb.level, roofs.device_id));

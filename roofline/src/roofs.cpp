@@ -34,6 +34,28 @@ const BandwidthRoof* DeviceRoofs::memory_for(std::string_view level) const {
   return nullptr;
 }
 
+std::optional<double> write_fraction_of(std::string_view operation) {
+  if (operation == "load" || operation == "read") return 0.0;
+  if (operation == "triad") return 1.0 / 3;
+  if (operation == "copy") return 0.5;
+  if (operation == "store" || operation == "nt_store" || operation == "write") return 1.0;
+  return std::nullopt;
+}
+
+double BandwidthRoof::at_mix(std::optional<double> write_fraction) const {
+  if (!write_fraction || mixes.empty()) return bytes_per_second;
+  const double w = *write_fraction;
+  if (w <= mixes.front().write_fraction) return mixes.front().bytes_per_second;
+  if (w >= mixes.back().write_fraction) return mixes.back().bytes_per_second;
+  for (std::size_t i = 1; i < mixes.size(); ++i)
+    if (w <= mixes[i].write_fraction) {
+      const MixPoint &a = mixes[i - 1], &b = mixes[i];
+      const double t = (w - a.write_fraction) / (b.write_fraction - a.write_fraction);
+      return a.bytes_per_second + t * (b.bytes_per_second - a.bytes_per_second);
+    }
+  return mixes.back().bytes_per_second;
+}
+
 const BandwidthRoof* DeviceRoofs::link_for(std::string_view link) const {
   for (const auto& l : links)
     if (l.name == link) return &l;
@@ -74,7 +96,25 @@ std::vector<std::string> resources_of(const MachineProfile& profile, const std::
 }
 
 BandwidthRoof bandwidth_roof(const Ceiling& c) {
-  return BandwidthRoof{c.resource, c.figure.value, c.figure.source, c.id()};
+  return BandwidthRoof{c.resource, c.figure.value, c.figure.source, c.id(), {}};
+}
+
+// The best device-scope ceiling of each read:write mix measured at `level`.
+std::vector<MixPoint> mixes_of(const MachineProfile& profile, const std::string& device, const std::string& level) {
+  std::vector<MixPoint> mixes;
+  for (const auto& c : profile.ceilings) {
+    if (c.device != device || c.kind != CeilingKind::Bandwidth || c.scope != "device" || c.resource != level ||
+        c.emulated || !(c.figure.value > 0))
+      continue;
+    const auto w = write_fraction_of(c.operation);
+    if (!w) continue;
+    auto same = std::find_if(mixes.begin(), mixes.end(), [&](const MixPoint& m) { return m.write_fraction == *w; });
+    if (same == mixes.end()) mixes.push_back({*w, c.figure.value, c.id()});
+    else if (c.figure.value > same->bytes_per_second) *same = {*w, c.figure.value, c.id()};
+  }
+  std::sort(mixes.begin(), mixes.end(),
+            [](const MixPoint& a, const MixPoint& b) { return a.write_fraction < b.write_fraction; });
+  return mixes;
 }
 
 // Orders memory roofs as the topology lists levels (innermost first); unknown levels go after,
@@ -111,8 +151,10 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id)
   std::sort(roofs.compute.begin(), roofs.compute.end(),
             [](const auto& a, const auto& b) { return a.flops_per_second > b.flops_per_second; });
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Bandwidth))
-    if (const Ceiling* c = profile.best(device->id, CeilingKind::Bandwidth, r))
+    if (const Ceiling* c = profile.best(device->id, CeilingKind::Bandwidth, r)) {
       roofs.memory.push_back(bandwidth_roof(*c));
+      roofs.memory.back().mixes = mixes_of(profile, device->id, r);
+    }
   order_memory(roofs.memory, *device);
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Link))
     if (const Ceiling* c = profile.best(device->id, CeilingKind::Link, r)) roofs.links.push_back(bandwidth_roof(*c));

@@ -33,7 +33,8 @@ TEST(Topology, SummaryHasTheHwlocCounts) {
 }
 
 TEST(Registry, CpuProbesAreRegisteredAndFiltered) {
-  EXPECT_EQ(probes::select_probes("cpu", "").size(), 3u);
+  EXPECT_EQ(probes::select_probes("cpu", "").size(), 4u);  // bandwidth, compute, latency, launch
+  ASSERT_EQ(probes::select_probes("cpu", "launch").size(), 1u);
   const auto bw = probes::select_probes("cpu", "band");
   ASSERT_EQ(bw.size(), 1u);
   EXPECT_EQ(bw[0].name, "cpu.bandwidth");

@@ -200,3 +200,35 @@ TEST(Placement, CpuLaunchFloorNamesButDoesNotBind) {
 }
 
 }  // namespace rafter::roofline
+
+namespace rafter::roofline {
+
+TEST(Placement, MemoryRoofOfTheRecordsOwnReadWriteMix) {
+  // HBM read 3.2, triad (2:1) 3.1, copy (1:1) 3.0, write 3.3 TB/s.
+  MachineProfile m = test::small_machine();
+  m.ceilings.clear();
+  for (auto [op, bw] : {std::pair{"read", 3.2e12}, {"triad", 3.1e12}, {"copy", 3.0e12}, {"write", 3.3e12}}) {
+    Ceiling c = test::make_ceiling(CeilingKind::Bandwidth, "cpu", "DRAM", bw);
+    c.operation = op;
+    m.ceilings.push_back(c);
+  }
+  const DeviceRoofs roofs = roofs_for(m, "cpu");
+  const BandwidthRoof* dram = roofs.memory_for("DRAM");
+  ASSERT_NE(dram, nullptr);
+  ASSERT_EQ(dram->mixes.size(), 4u);
+  EXPECT_DOUBLE_EQ(dram->bytes_per_second, 3.3e12);  // charts draw the best
+  EXPECT_DOUBLE_EQ(dram->at_mix(std::nullopt), 3.3e12);
+  EXPECT_DOUBLE_EQ(dram->at_mix(0.0), 3.2e12);
+  EXPECT_DOUBLE_EQ(dram->at_mix(1.0 / 3), 3.1e12);
+  EXPECT_NEAR(dram->at_mix(5.0 / 12), 3.05e12, 1e3);  // halfway between triad and copy
+  EXPECT_NEAR(dram->at_mix(0.75), 3.15e12, 1e3);
+  // A residual add (2 reads, 1 write) of 3 GB: judged on the triad roof, not the write-only one.
+  OperatorRecord r = test::make_record("residual", "bf16", 1e9, 0, 3e9, 1e-3);
+  r.bytes = {{"DRAM", 3e9, Source::Analytic}};
+  r.write_fraction = 1.0 / 3;
+  auto rp = place_run(test::make_run({r}), m);
+  EXPECT_EQ(rp.records[0].binding_name(), "DRAM");
+  EXPECT_NEAR(rp.records[0].bound_seconds, 3e9 / 3.1e12, 1e-15);
+}
+
+}  // namespace rafter::roofline

@@ -47,6 +47,8 @@ double gemm_compulsory_bytes(const GemmTrafficInput& g) {
   return g.batch * (g.m * g.k * g.a_bytes + g.k * g.n * g.b_bytes + g.m * g.n * g.c_bytes * (g.c_read ? 2 : 1));
 }
 
+double gemm_written_bytes(const GemmTrafficInput& g) { return g.batch * g.m * g.n * g.c_bytes; }
+
 GemmTrafficInput with_device_tile(GemmTrafficInput g, const std::vector<MemoryLevel>& levels) {
   if (!levels.empty() && levels.front().name == "shared") {
     g.tile_m = 64;

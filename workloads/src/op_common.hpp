@@ -70,6 +70,7 @@ struct GemmTrafficInput {
 // least a 256 x 256 block of C per cluster; elsewhere the CPU tile is kept.
 GemmTrafficInput with_device_tile(GemmTrafficInput g, const std::vector<MemoryLevel>& levels);
 double gemm_compulsory_bytes(const GemmTrafficInput& g);
+double gemm_written_bytes(const GemmTrafficInput& g);  // C, once
 double gemm_traffic_bytes(const GemmTrafficInput& g, double inner_capacity_bytes);
 std::vector<LevelBytes> gemm_traffic(const std::vector<MemoryLevel>& levels, const GemmTrafficInput& g);
 

@@ -27,6 +27,7 @@ class AdamwOp : public detail::CatalogueOp {
     Cost c;
     c.flops["fp32"] = 16 * n;
     c.compulsory_bytes = 24 * n + 2 * detail::element_bytes(inst) * n;
+    c.compulsory_write_bytes = 12 * n + detail::element_bytes(inst) * n;  // p, m, v and the copy
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     return c;
   }

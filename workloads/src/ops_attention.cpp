@@ -75,6 +75,7 @@ class AttentionPrefillOp : public detail::CatalogueOp {
     c.flops[std::string(precision_info(inst.precision).compute_class)] = 4.0 * P * a.d;
     c.flops["fp32"] += 5.0 * P;
     c.compulsory_bytes = e * a.d * (2.0 * a.batch * a.q_len * a.heads + 2.0 * a.batch * a.kv_len * a.kv_heads);
+    c.compulsory_write_bytes = e * a.d * a.batch * a.q_len * a.heads;  // O
     c.bytes = flash_traffic(levels, a, e, 2.0, c.compulsory_bytes);
     return c;
   }
@@ -120,6 +121,7 @@ class AttentionDecodeOp : public detail::CatalogueOp {
     c.flops[std::string(precision_info(inst.precision).compute_class)] = 4.0 * P * a.d;
     c.flops["fp32"] += 5.0 * P;
     c.compulsory_bytes = e * a.d * (2.0 * a.batch * a.heads + 2.0 * a.batch * a.kv_len * a.kv_heads);
+    c.compulsory_write_bytes = e * a.d * a.batch * a.heads;  // O
     // Each query head of a GQA group reads its KV head from the innermost level; the group shares
     // one pass over the cache beyond it.
     const double inner_extra = 2.0 * e * a.d * a.batch * a.kv_len * (a.heads - a.kv_heads);
@@ -168,6 +170,7 @@ class AttentionBackwardOp : public detail::CatalogueOp {
     const double q_side = double(a.batch) * a.q_len * a.heads * a.d * e;
     const double kv_side = double(a.batch) * a.kv_len * a.kv_heads * a.d * e;
     c.compulsory_bytes = 4.0 * q_side + 4.0 * kv_side + 4.0 * a.batch * a.heads * a.q_len;
+    c.compulsory_write_bytes = q_side + 2.0 * kv_side;  // dQ, dK, dV
     c.bytes = flash_traffic(levels, a, e, 4.0, c.compulsory_bytes);
     return c;
   }

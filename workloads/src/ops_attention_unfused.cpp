@@ -62,6 +62,7 @@ Cost batched_gemm_cost(const OpInstance& inst, const std::vector<MemoryLevel>& l
   Cost c;
   c.flops[std::string(precision_info(inst.precision).compute_class)] = 2.0 * g.batch * g.m * g.n * g.k;
   c.compulsory_bytes = e * (a_elements + b_elements + c_elements);
+  c.compulsory_write_bytes = e * c_elements;
   c.bytes = detail::level_traffic(levels, [&](double inner) {
     return std::max(c.compulsory_bytes, detail::gemm_traffic_bytes(traffic, inner));
   });
@@ -114,6 +115,7 @@ class AttentionSoftmaxOp : public detail::CatalogueOp {
     Cost c;
     c.flops["fp32"] = 5.0 * n;
     c.compulsory_bytes = 2.0 * n * e;
+    c.compulsory_write_bytes = n * e;
     // Three passes over a row (max, exp-sum, normalize): the re-reads hit the innermost level.
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes, 2.0 * n * e);
     return c;

@@ -41,6 +41,7 @@ class CollectiveOp : public detail::CatalogueOp {
     if (kind_ == Kind::AllGather) in = S / n;
     if (kind_ == Kind::ReduceScatter) out = S / n;
     c.compulsory_bytes = (in + out) * e;
+    c.compulsory_write_bytes = out * e;
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     c.link = shape_value(inst, "inter_node") ? "network" : "nvlink";
     c.link_bytes = S * e * bus_factor(n);

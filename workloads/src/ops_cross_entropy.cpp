@@ -25,10 +25,12 @@ class CrossEntropyOp : public detail::CatalogueOp {
     if (inst.phase == "bwd") {
       c.flops["fp32"] = 5 * t * v;
       c.compulsory_bytes = 2 * t * v * e + 4 * t;
+      c.compulsory_write_bytes = t * v * e;  // dz
       c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes, 2 * t * v * e);
     } else {
       c.flops["fp32"] = 4 * t * v;
       c.compulsory_bytes = t * v * e + 8 * t;
+      c.compulsory_write_bytes = 4 * t;  // the loss
       c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes, t * v * e);
     }
     return c;

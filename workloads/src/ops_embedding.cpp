@@ -23,8 +23,10 @@ class EmbeddingOp : public detail::CatalogueOp {
     if (inst.phase == "bwd") {
       c.flops["fp32"] = t * h;
       c.compulsory_bytes = 4 * t + t * h * e + 2 * t * h * 4;
+      c.compulsory_write_bytes = t * h * 4;  // the gradient rows, accumulated in place
     } else {
       c.compulsory_bytes = 4 * t + 2 * t * h * e;
+      c.compulsory_write_bytes = t * h * e;
     }
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     return c;

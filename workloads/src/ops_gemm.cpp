@@ -50,6 +50,7 @@ class GemmOp : public detail::CatalogueOp {
     Cost c;
     c.flops[std::string(precision_info(inst.precision).compute_class)] = 2.0 * g.batch * g.m * g.n * g.k;
     c.compulsory_bytes = detail::gemm_compulsory_bytes(g);
+    c.compulsory_write_bytes = detail::gemm_written_bytes(g);
     c.bytes = detail::gemm_traffic(levels, g);
     return c;
   }

@@ -65,6 +65,7 @@ class GlaChunkedOp : public detail::CatalogueOp {
     c.flops["fp32"] += (bwd ? 8.0 : 4.0) * b * h * s * dk;
     // fwd reads q, k, v, g and writes o; bwd reads q, k, v, g, dO and writes dq, dk, dv, dg.
     c.compulsory_bytes = e * b * s * h * (bwd ? 6 * dk + 3 * dv : 3 * dk + 2 * dv);
+    c.compulsory_write_bytes = e * b * s * h * (bwd ? 3 * dk + dv : dv);
     // The state (dk·dv fp32) and one chunk stay in the inner levels when they fit; otherwise the
     // state is read and written once per chunk (bwd: the state forward, its gradient backward).
     // The backward walks the sequence twice (states forward, state gradients backward): its

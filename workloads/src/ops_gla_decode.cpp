@@ -35,6 +35,7 @@ class GlaDecodeOp : public detail::CatalogueOp {
     c.flops["fp32"] = b * h * (5 * dk * dv + dk);
     // q, k, g, v read and o written in storage precision; the fp32 state read and written once.
     c.compulsory_bytes = e * b * h * (3 * dk + 2 * dv) + 2 * 4.0 * b * h * dk * dv;
+    c.compulsory_write_bytes = e * b * h * dv + 4.0 * b * h * dk * dv;  // o and the state
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     return c;
   }

@@ -26,6 +26,7 @@ class HotChannelPatchOp : public detail::CatalogueOp {
     c.flops["bf16"] = 2 * g.m * g.n * g.k;
     c.flops["fp32"] = g.m * g.n;
     c.compulsory_bytes = detail::gemm_compulsory_bytes(g);
+    c.compulsory_write_bytes = detail::gemm_written_bytes(g);
     c.bytes = detail::gemm_traffic(levels, g);
     return c;
   }

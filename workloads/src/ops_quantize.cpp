@@ -90,6 +90,7 @@ class QuantizeOp : public detail::CatalogueOp {
     Cost c;
     c.flops["fp32"] = 5 * n + (s.rht ? 32 * n : 0) + (shape_value(inst, "sr") ? 2 * n : 0);
     c.compulsory_bytes = in_bytes + quantized_bytes(s);
+    c.compulsory_write_bytes = quantized_bytes(s);
     c.bytes = detail::level_traffic(levels, [&](double inner) {
       return c.compulsory_bytes + (inner == 0 || in_bytes > inner ? in_bytes : 0.0);
     });
@@ -121,6 +122,7 @@ class DequantizeOp : public detail::CatalogueOp {
     Cost c;
     c.flops["fp32"] = n;
     c.compulsory_bytes = quantized_bytes(s) + 2 * n;
+    c.compulsory_write_bytes = 2 * n;
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     return c;
   }

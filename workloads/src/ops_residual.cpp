@@ -17,6 +17,7 @@ class ResidualAddOp : public detail::CatalogueOp {
     Cost c;
     c.flops["fp32"] = n;
     c.compulsory_bytes = 3 * n * detail::element_bytes(inst);
+    c.compulsory_write_bytes = n * detail::element_bytes(inst);
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     return c;
   }

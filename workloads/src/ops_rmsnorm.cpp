@@ -27,10 +27,12 @@ class RmsNormOp : public detail::CatalogueOp {
     if (inst.phase == "bwd") {
       c.flops["fp32"] = 10 * t * h + 4 * t;
       c.compulsory_bytes = 3 * t * h * e + h * e + h * 4;
+      c.compulsory_write_bytes = t * h * e + h * 4;  // dx and dw
       c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes, 2 * t * h * e);
     } else {
       c.flops["fp32"] = 4 * t * h + 3 * t;
       c.compulsory_bytes = 2 * t * h * e + h * e;
+      c.compulsory_write_bytes = t * h * e;
       c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes, t * h * e);
     }
     return c;

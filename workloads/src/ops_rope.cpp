@@ -24,6 +24,7 @@ class RopeOp : public detail::CatalogueOp {
     Cost c;
     c.flops["fp32"] = 3 * t * h * d;
     c.compulsory_bytes = 2 * t * h * d * detail::element_bytes(inst) + t * d * 4;
+    c.compulsory_write_bytes = t * h * d * detail::element_bytes(inst);
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     return c;
   }

@@ -22,6 +22,7 @@ class SoftmaxOp : public detail::CatalogueOp {
     Cost c;
     c.flops["fp32"] = 5 * r * n;
     c.compulsory_bytes = 2 * r * n * e;
+    c.compulsory_write_bytes = r * n * e;
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes, 2 * r * n * e);
     return c;
   }

@@ -25,6 +25,7 @@ class SwigluOp : public detail::CatalogueOp {
     const bool bwd = inst.phase == "bwd";
     c.flops["fp32"] = (bwd ? 10 : 5) * t * f;
     c.compulsory_bytes = (bwd ? 5 : 3) * t * f * e;
+    c.compulsory_write_bytes = (bwd ? 2 : 1) * t * f * e;
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     return c;
   }

@@ -154,6 +154,8 @@ OperatorRecord planned_record(const OpInstance& inst, const std::vector<MemoryLe
   r.flops = cost.flops;
   r.bytes = cost.bytes;
   r.compulsory_bytes = cost.compulsory_bytes;
+  if (cost.compulsory_write_bytes >= 0 && cost.compulsory_bytes > 0)
+    r.write_fraction = std::min(1.0, cost.compulsory_write_bytes / cost.compulsory_bytes);
   if (!cost.link.empty()) r.bytes.push_back({cost.link, cost.link_bytes, Source::Analytic});
   return r;
 }

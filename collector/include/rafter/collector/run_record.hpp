@@ -65,6 +65,9 @@ struct OperatorRecord {
   std::map<std::string, double> flops;  // FLOPs per call, per precision
   std::vector<LevelBytes> bytes;        // bytes per call, per memory level / link
   double compulsory_bytes = 0;          // every input read once, every output written once
+  // The written share of compulsory_bytes (0 read-only … 1 write-only): the roofline judges the
+  // record on the bandwidth roof of this read:write mix. Absent when unknown.
+  std::optional<double> write_fraction;
   CheckResult check;
   std::optional<ScaledFrom> scaled_from;  // set when the time comes from a slice (see ScaledFrom)
   ClockState clocks;

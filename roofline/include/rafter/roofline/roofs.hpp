@@ -20,13 +20,29 @@ struct ComputeRoof {
   std::string ceiling_id;
 };
 
+// One measured read:write mix of a level: read-only (0), triad 2:1 (1/3), copy 1:1 (1/2), write-only (1).
+struct MixPoint {
+  double write_fraction = 0;
+  double bytes_per_second = 0;
+  std::string ceiling_id;
+};
+
 // A memory level's or a link's bandwidth ceiling.
 struct BandwidthRoof {
   std::string name;  // "L1", "L2", "L3", "DRAM", "shared", "HBM", or a link ("nvlink", "pcie")
-  double bytes_per_second = 0;
+  double bytes_per_second = 0;  // the best over every mix (what charts draw)
   Source source = Source::Measured;
   std::string ceiling_id;
+  std::vector<MixPoint> mixes;  // by write fraction, ascending; empty for links
+
+  // The roof for traffic of this write fraction: linear between the two nearest measured mixes,
+  // the nearest one beyond them; the best over every mix when the fraction or the mixes are unknown.
+  double at_mix(std::optional<double> write_fraction) const;
 };
+
+// The write fraction of a bandwidth probe's operation: load/read 0, triad 1/3, copy 1/2,
+// store/nt_store/write 1; nullopt for others.
+std::optional<double> write_fraction_of(std::string_view operation);
 
 struct DeviceRoofs {
   std::string device_id;    // as named in the profile

@@ -37,6 +37,7 @@ struct ParamSpec {
 struct Cost {
   std::map<std::string, double> flops;  // per compute class ("bf16", "fp32", ...)
   double compulsory_bytes = 0;          // each input read once, each output written once
+  double compulsory_write_bytes = -1;   // the written part of compulsory_bytes; < 0 unknown
   std::vector<LevelBytes> bytes;        // per memory level, Source::Analytic; "DRAM"/"HBM" always present
   std::string link;                     // collectives: "nvlink", "pcie", "network"; else empty
   double link_bytes = 0;                // bus bytes on that link per rank (DESIGN.md factors)
