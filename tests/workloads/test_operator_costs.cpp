@@ -106,8 +106,13 @@ TEST(OperatorCosts, UnfusedAttentionAndGla) {
   EXPECT_DOUBLE_EQ(cost_of("attention_qk", s, "bf16").compulsory_bytes, 2.0 * (1024 + 1024 + 512));
   EXPECT_DOUBLE_EQ(cost_of("attention_pv", s, "bf16").compulsory_bytes, 2.0 * (512 + 1024 + 1024));
   const auto sm = cost_of("attention_softmax", {{"batch", 1}, {"seq", 8}, {"kv_seq", 16}, {"heads", 4}}, "bf16");
-  EXPECT_DOUBLE_EQ(flops(sm, "fp32"), 5.0 * 4 * 8 * 16);
-  EXPECT_DOUBLE_EQ(sm.compulsory_bytes, 2 * 2.0 * 4 * 8 * 16);
+  // Causal (the default): query i sees 8 + i + 1 of the 16 keys, 100 scores a head; all 128 written.
+  EXPECT_DOUBLE_EQ(flops(sm, "fp32"), 5.0 * 4 * 100);
+  EXPECT_DOUBLE_EQ(sm.compulsory_bytes, 2.0 * 4 * (100 + 128));
+  EXPECT_DOUBLE_EQ(sm.compulsory_write_bytes, 2.0 * 4 * 128);
+  const auto full = cost_of("attention_softmax", {{"batch", 1}, {"seq", 8}, {"kv_seq", 16}, {"heads", 4}, {"causal", 0}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(full, "fp32"), 5.0 * 4 * 8 * 16);
+  EXPECT_DOUBLE_EQ(full.compulsory_bytes, 2 * 2.0 * 4 * 8 * 16);
   const auto g = cost_of("gla_chunked", {{"batch", 1}, {"seq", 128}, {"heads", 2}, {"head_dim_k", 16}, {"head_dim_v", 32}, {"chunk", 64}}, "bf16");
   EXPECT_DOUBLE_EQ(flops(g, "bf16"), 2 * 2.0 * (2 * 64 * 64 * 16 + 2 * 64 * 64 * 32 + 4 * 64 * 16 * 32));
   EXPECT_DOUBLE_EQ(g.compulsory_bytes, 2.0 * 128 * 2 * (3 * 16 + 2 * 32));

@@ -1,6 +1,7 @@
 // The unfused pieces of attention, each an operator of its own (as eager frameworks run them):
 //   attention_qk       S = Q·Kᵀ            FLOPs 2·b·h·s·kv·d    writes S [b, h, s, kv]
-//   attention_softmax  P = softmax(S/√d + causal mask)  FLOPs 5·b·h·s·kv (fp32)
+//   attention_softmax  P = softmax(S/√d + causal mask)  FLOPs 5 per visible score (fp32); reads
+//                      the visible scores, writes all of them
 //   attention_pv       O = P·V             FLOPs 2·b·h·s·kv·d
 // Every score is computed (no skipping of masked blocks), as a plain batched GEMM does.
 #include <algorithm>
@@ -112,9 +113,13 @@ class AttentionSoftmaxOp : public detail::CatalogueOp {
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto a = dims_of(inst);
     const double e = detail::element_bytes(inst), n = double(a.b) * a.h * a.s * a.kv;
+    // Under a causal mask a row reads and exponentiates only its visible scores (query i sees keys up
+    // to i + kv - s); every score is written (masked ones as zeros).
+    const double s = double(a.s), kv = double(a.kv);
+    const double visible = double(a.b) * a.h * (a.causal ? s * (kv - s) + s * (s + 1) / 2 : s * kv);
     Cost c;
-    c.flops["fp32"] = 5.0 * n;
-    c.compulsory_bytes = 2.0 * n * e;
+    c.flops["fp32"] = 5.0 * visible;
+    c.compulsory_bytes = visible * e + n * e;
     c.compulsory_write_bytes = n * e;
     // Three passes over a row (max, exp-sum, normalize): the re-reads hit the innermost level.
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes, 2.0 * n * e);
