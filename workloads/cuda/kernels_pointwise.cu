@@ -9,17 +9,6 @@ namespace {
 
 using namespace dev;
 
-int grid_for(std::int64_t items, int threads = 256) {
-  static int sms = [] {
-    int dev = 0, n = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n > 0 ? n : 132;
-  }();
-  std::int64_t want = (items + threads - 1) / threads;
-  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(want, std::int64_t(sms) * 16)));
-}
-
 // Input and output pointers by value (kernel parameters: no device allocation).
 template <int NIN, int NOUT>
 struct Ptrs {
@@ -31,36 +20,32 @@ struct Add {
   __device__ void operator()(const float (&x)[2], float (&y)[1]) const { y[0] = x[0] + x[1]; }
 };
 
-// out_o = op(in_0..in_NIN-1) elementwise over n values.
+// out_o = op(in_0..in_NIN-1) elementwise over n values, in one pass: one 8-value vector per thread,
+// every load issued at once (cuda.bandwidth's streams: on the H100 one vector per thread in one pass
+// beat grid-stride loops, 3.13 vs 2.97 TB/s for a 2:1 stream of 128 MiB operands). The last block
+// also takes the values past the last whole vector.
 template <int NIN, int NOUT, class Op>
-__global__ void map_kernel_v(Ptrs<NIN, NOUT> p, std::int64_t n, Op op) {
-  const std::int64_t vecs = n / 8, stride = std::int64_t(gridDim.x) * blockDim.x;
-  for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < vecs; v += 2 * stride) {
-    float a[2][NIN][8];
-    const bool second = v + stride < vecs;
+__global__ void __launch_bounds__(256) map_kernel_v(Ptrs<NIN, NOUT> p, std::int64_t n, Op op) {
+  const std::int64_t vecs = n / 8;
+  const std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (v < vecs) {
+    float a[NIN][8];
 #pragma unroll
-    for (int i = 0; i < NIN; ++i) {
-      to_float8(load8_stream(p.in[i] + v * 8), a[0][i]);
-      if (second) to_float8(load8_stream(p.in[i] + (v + stride) * 8), a[1][i]);
+    for (int i = 0; i < NIN; ++i) to_float8(load8(p.in[i] + v * 8), a[i]);
+    float r[NOUT][8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float x[NIN], y[NOUT];
+#pragma unroll
+      for (int i = 0; i < NIN; ++i) x[i] = a[i][e];
+      op(x, y);
+#pragma unroll
+      for (int o = 0; o < NOUT; ++o) r[o][e] = y[o];
     }
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      if (u == 1 && !second) break;
-      float r[NOUT][8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        float x[NIN], y[NOUT];
-#pragma unroll
-        for (int i = 0; i < NIN; ++i) x[i] = a[u][i][e];
-        op(x, y);
-#pragma unroll
-        for (int o = 0; o < NOUT; ++o) r[o][e] = y[o];
-      }
-#pragma unroll
-      for (int o = 0; o < NOUT; ++o) store8(p.out[o] + (v + u * stride) * 8, from_float8(r[o]));
-    }
+    for (int o = 0; o < NOUT; ++o) store8(p.out[o] + v * 8, from_float8(r[o]));
   }
-  if (blockIdx.x == 0)
+  if (blockIdx.x == gridDim.x - 1)
     for (std::int64_t e = vecs * 8 + threadIdx.x; e < n; e += blockDim.x) {
       float x[NIN], y[NOUT];
 #pragma unroll
@@ -77,7 +62,9 @@ void launch_map(Ptrs<NIN, NOUT> p, std::int64_t n, Op op, cudaStream_t stream, c
     if (reinterpret_cast<std::uintptr_t>(q) % 16) throw InputError(std::string(name) + ": input not 16-byte aligned");
   for (auto* q : p.out)
     if (reinterpret_cast<std::uintptr_t>(q) % 16) throw InputError(std::string(name) + ": output not 16-byte aligned");
-  map_kernel_v<NIN, NOUT, Op><<<grid_for((n / 8 + 1) / 2), 256, 0, stream>>>(p, n, op);
+  const std::int64_t blocks = std::max<std::int64_t>(1, (n / 8 + 255) / 256);
+  if (blocks > 0x7fffffff) throw InputError(std::string(name) + ": too many elements for one launch");
+  map_kernel_v<NIN, NOUT, Op><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(p, n, op);
   RAFTER_CUDA_LAUNCH_CHECK(name);
 }
 
