@@ -176,10 +176,13 @@ __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict_
   for (std::int64_t it = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; it < vecs;
        it += std::int64_t(gridDim.x) * blockDim.x) {
     float g[8], w[8], mm[8], vv[8];
-    to_float8(load8_stream(grad + it * 8), g);
+    // Plain loads and stores: cuda.bandwidth's streams with evict-first hints (.cs) ran slower on the
+    // H100 than without (3.02 vs 3.06 TB/s reading, 3.19 vs 3.30 writing).
+    to_float8(load8(grad + it * 8), g);
     auto ld = [&](const float* src, float (&dst)[8]) {
-      float4 a = __ldcs(reinterpret_cast<const float4*>(src + it * 8));
-      float4 b = __ldcs(reinterpret_cast<const float4*>(src + it * 8 + 4));
+      // Plain (coherent) loads: the kernel writes these arrays in place.
+      float4 a = *reinterpret_cast<const float4*>(src + it * 8);
+      float4 b = *reinterpret_cast<const float4*>(src + it * 8 + 4);
       dst[0] = a.x, dst[1] = a.y, dst[2] = a.z, dst[3] = a.w, dst[4] = b.x, dst[5] = b.y, dst[6] = b.z, dst[7] = b.w;
     };
     ld(master, w), ld(m, mm), ld(v, vv);
@@ -191,8 +194,8 @@ __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict_
       w[e] = w[e] - p.lr * (update + p.weight_decay * w[e]);
     }
     auto st = [&](float* dst, const float (&src)[8]) {
-      __stcs(reinterpret_cast<float4*>(dst + it * 8), make_float4(src[0], src[1], src[2], src[3]));
-      __stcs(reinterpret_cast<float4*>(dst + it * 8 + 4), make_float4(src[4], src[5], src[6], src[7]));
+      *reinterpret_cast<float4*>(dst + it * 8) = make_float4(src[0], src[1], src[2], src[3]);
+      *reinterpret_cast<float4*>(dst + it * 8 + 4) = make_float4(src[4], src[5], src[6], src[7]);
     };
     st(master, w), st(m, mm), st(v, vv);
     store8(out + it * 8, from_float8(w));
