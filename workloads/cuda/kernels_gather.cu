@@ -27,8 +27,8 @@ __device__ __forceinline__ void rope_heads(const bf16* __restrict__ src, bf16* _
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (h0 + u < h_end) {
-        to_float8(load8_stream(src + (h0 + u) * d), lo[u]);
-        to_float8(load8_stream(src + (h0 + u) * d + d / 2), hi[u]);
+        to_float8(load8(src + (h0 + u) * d), lo[u]);
+        to_float8(load8(src + (h0 + u) * d + d / 2), hi[u]);
       }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
