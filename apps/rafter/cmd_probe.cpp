@@ -61,16 +61,16 @@ void print_dram_trials_note(const MachineProfile& p) {
 void print_table(const MachineProfile& p) {
   for (const Device& d : p.devices)
     fmt::print("{} ({}): {} cores, {} threads; counters {}\n", d.name, d.id, d.cores, d.threads, d.counters);
-  std::vector<std::vector<std::string>> rows = {
-      {"kind", "level", "op", "isa", "scope", "thr", "value (median)", "min", "max", "GHz", "sheet", "trials", "flag"}};
+  std::vector<std::vector<std::string>> rows = {{"kind", "level", "op", "isa", "scope", "thr", "regime",
+                                                 "value (median)", "min", "max", "GHz", "sheet", "trials", "flag"}};
   for (const Ceiling& c : p.ceilings) {
     const std::string sheet = c.datasheet_ratio ? fmt::format("{:.0f}%", *c.datasheet_ratio * 100) : "-";
     rows.push_back({std::string(to_string(c.kind)), c.resource, c.operation, c.isa, c.scope, fmt::format("{}", c.threads),
-                    human(c.figure.value, c.figure.unit), human(c.figure.stats.min, c.figure.unit),
+                    c.regime, human(c.figure.value, c.figure.unit), human(c.figure.stats.min, c.figure.unit),
                     human(c.figure.stats.max, c.figure.unit), fmt::format("{:.3f}", c.frequency_hz / 1e9), sheet,
                     trials_cell(c), c.flag});
   }
-  fmt::print("\n{}", format_text_table(rows, {1, 2, 3, 4, 12}));
+  fmt::print("\n{}", format_text_table(rows, {1, 2, 3, 4, 6, 13}));
   print_dram_trials_note(p);
 }
 
@@ -127,6 +127,9 @@ void add_probe_command(CLI::App& app) {
   sub->add_option("--filter", a->options.filter, "Regular expression over probe names (see --list)");
   sub->add_option("--max-working-set", a->max_working_set,
                   "Largest working set of the sweeps, bytes (K/M/G suffix)");
+  sub->add_option("--sustained", a->options.sustained_seconds,
+                  "GPU: also hold each compute ceiling this many seconds at the power limit (10-30)")
+      ->check(CLI::Range(1.0, 600.0));
   sub->add_flag("--list", a->list, "List the probes and exit");
   sub->callback([a] { run_probe(*a); });
 }

@@ -124,6 +124,12 @@ Clocks read_clocks(int device) {
   return c;
 }
 
+PowerReading read_power(int device) {
+  PowerReading r;
+  r.ok = nvml::current_power(pci_bus_id(device), r.watts, r.celsius);
+  return r;
+}
+
 nlohmann::json nvml_properties(int device) { return nvml::device_properties(pci_bus_id(device)); }
 
 GpuTiming time_launches(const LaunchFn& launch, const GpuTimingOptions& options) {

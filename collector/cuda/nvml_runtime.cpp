@@ -26,6 +26,8 @@ struct Api {
   nvmlReturn_t (*link_gen)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*link_width)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*temperature)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned*) = nullptr;
   bool ok() const { return init && by_pci && clock; }
 };
 
@@ -52,6 +54,8 @@ const Api& api() {
     load(a.handle, a.link_gen, "nvmlDeviceGetCurrPcieLinkGeneration");
     load(a.handle, a.link_width, "nvmlDeviceGetCurrPcieLinkWidth");
     load(a.handle, a.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+    load(a.handle, a.power_usage, "nvmlDeviceGetPowerUsage");
+    load(a.handle, a.temperature, "nvmlDeviceGetTemperature");
     if (!a.ok()) {
       a.why = "libnvidia-ml.so.1 lacks nvmlInit_v2/GetClockInfo";
       a.init = nullptr;
@@ -83,6 +87,18 @@ bool current_clocks_hz(const std::string& pci_bus_id, double& sm_hz, double& mem
   return true;
 }
 
+bool current_power(const std::string& pci_bus_id, double& watts, double& celsius) {
+  nvmlDevice_t d;
+  const Api& a = api();
+  if (!device(pci_bus_id, d) || !a.power_usage || !a.temperature) return false;
+  unsigned milliwatts = 0, degrees = 0;
+  if (a.power_usage(d, &milliwatts) != NVML_SUCCESS) return false;
+  if (a.temperature(d, NVML_TEMPERATURE_GPU, &degrees) != NVML_SUCCESS) return false;
+  watts = milliwatts / 1000.0;
+  celsius = degrees;
+  return true;
+}
+
 nlohmann::json device_properties(const std::string& pci_bus_id) {
   nlohmann::json j = nlohmann::json::object();
   const Api& a = api();
@@ -110,6 +126,7 @@ nlohmann::json device_properties(const std::string& pci_bus_id) {
 #else  // no NVML header at build time: clocks come from CUDA's attributes
 
 bool current_clocks_hz(const std::string&, double&, double&) { return false; }
+bool current_power(const std::string&, double&, double&) { return false; }
 
 nlohmann::json device_properties(const std::string&) {
   return {{"nvml", "unavailable (built without the NVML header)"}};

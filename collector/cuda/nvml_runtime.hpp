@@ -12,6 +12,10 @@ namespace rafter::gpu::nvml {
 // device is not available.
 bool current_clocks_hz(const std::string& pci_bus_id, double& sm_hz, double& memory_hz);
 
+// Board power draw in watts and GPU temperature in degrees Celsius; false when NVML or the device
+// is not available.
+bool current_power(const std::string& pci_bus_id, double& watts, double& celsius);
+
 // Driver version, ECC, PCIe link, maximum clocks and power limit, or {"nvml": "unavailable (why)"}.
 nlohmann::json device_properties(const std::string& pci_bus_id);
 

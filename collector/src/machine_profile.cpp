@@ -26,7 +26,8 @@ CeilingKind ceiling_kind_from_string(std::string_view s) {
 }
 
 std::string Ceiling::id() const {
-  return fmt::format("{}/{}/{}/{}/{}/{}", device, to_string(kind), resource, operation, isa, scope);
+  const std::string id = fmt::format("{}/{}/{}/{}/{}/{}", device, to_string(kind), resource, operation, isa, scope);
+  return regime == "burst" ? id : id + "/" + regime;
 }
 
 const Device* MachineProfile::find_device(std::string_view id) const {
@@ -36,10 +37,11 @@ const Device* MachineProfile::find_device(std::string_view id) const {
 }
 
 const Ceiling* MachineProfile::best(std::string_view device, CeilingKind kind, std::string_view resource,
-                                    std::string_view scope) const {
+                                    std::string_view scope, std::string_view regime) const {
   const Ceiling* found = nullptr;
   for (const auto& c : ceilings) {
     if (c.device != device || c.kind != kind || c.resource != resource || c.scope != scope) continue;
+    if (c.regime != regime) continue;
     if (c.emulated) continue;  // an emulated path never stands in for the native roof
     const bool better = !found || (kind == CeilingKind::Latency ? c.figure.value < found->figure.value
                                                                 : c.figure.value > found->figure.value);
@@ -74,7 +76,7 @@ json to_json(const Ceiling& c) {
             {"threads", c.threads},      {"figure", rafter::to_json(c.figure)},
             {"frequency_hz", c.frequency_hz}, {"clocks", to_json(c.clocks)},
             {"emulated", c.emulated},    {"probe", c.probe},     {"params", c.params},
-            {"flag", c.flag}};
+            {"flag", c.flag},            {"regime", c.regime}};
   if (c.datasheet_value) {
     j["datasheet"] = {{"value", *c.datasheet_value}, {"unit", c.figure.unit}, {"source", "datasheet"},
                       {"basis", c.datasheet_basis}};
@@ -155,6 +157,8 @@ Ceiling ceiling_from_json(const JsonReader& r) {
   c.probe = r.string_or("probe", "");
   if (r.has("params")) c.params = r.raw().at("params");
   c.flag = r.string_or("flag", "");
+  c.regime = r.string_or("regime", "burst");
+  if (c.regime != "burst" && c.regime != "sustained") r.fail("regime", "expected \"burst\" or \"sustained\"");
   if (r.has("datasheet")) {
     JsonReader d = r.object("datasheet");
     c.datasheet_value = d.number("value");

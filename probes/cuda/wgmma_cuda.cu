@@ -11,6 +11,7 @@
 
 #include "cuda_util.hpp"
 #include "gpu_model.hpp"
+#include "sustained.hpp"
 #include "wgmma_common.cuh"
 #include "wgmma_ops.cuh"
 
@@ -315,6 +316,15 @@ void run_tensor_probe(const ProbeOptions& options, const Device& device, Machine
     Ceiling c = make_ceiling(device, "cuda.tensor", best, params);
     attach_datasheet(c, compute_datasheet(p.major, p.minor, info.key, blocks, c.frequency_hz));
     if (!chk.pass) c.flag = "check_failed";
+    if (options.sustained_seconds > 0) {  // the same launch, held at the power limit
+      DeviceBuffer cycles(8);
+      const Launch l{&a, &b, &out, &cycles, blocks, best_wgs, best_iterations, lbo, sbo};
+      Ceiling held = hold_ceiling(
+          c, [&](cudaStream_t s) { launch_op(info.op, l, s), check_launch("wgmma (held)"); }, best.work_per_launch,
+          options.sustained_seconds, dev);
+      if (!chk.pass) held.flag = "check_failed";
+      profile.ceilings.push_back(std::move(held));
+    }
     profile.ceilings.push_back(std::move(c));
   }
 }

@@ -247,7 +247,8 @@ std::string run_subject(const RunPlacement& rp) {
 }
 
 std::string device_subject(const RunPlacement& rp) {
-  return fmt::format("{} on {}", rp.roofs.device_name.empty() ? rp.roofs.device_id : rp.roofs.device_name, rp.roofs.host);
+  return fmt::format("{} on {} ({} compute roofs)", rp.roofs.device_name.empty() ? rp.roofs.device_id : rp.roofs.device_name,
+                     rp.roofs.host, rp.roofs.compute_regime);
 }
 
 void draw_title(svg::Writer& w, double x, const std::string& title, const std::string& subtitle) {

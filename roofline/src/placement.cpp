@@ -190,13 +190,15 @@ RunPlacement place_run(const Run& run, const MachineProfile& machine, std::strin
   std::string device = run.device.id;
   if (device.empty() && !run.records.empty()) device = run.records.front().device;
   if (device.empty() && !machine.devices.empty()) device = machine.devices.front().id;
-  rp.roofs = roofs_for(machine, device);
+  // A training step lives at the power limit: judged on sustained compute roofs where measured.
+  const bool sustained = run.suite.is_object() && run.suite.value("phase", std::string()) == "train";
+  rp.roofs = roofs_for(machine, device, sustained);
   std::map<std::string, DeviceRoofs> other;
   for (const auto& r : run.records) {
     const DeviceRoofs* roofs = &rp.roofs;
     if (!r.device.empty() && r.device != device) {
       auto it = other.find(r.device);
-      if (it == other.end()) it = other.emplace(r.device, roofs_for(machine, r.device)).first;
+      if (it == other.end()) it = other.emplace(r.device, roofs_for(machine, r.device, sustained)).first;
       roofs = &it->second;
     }
     rp.records.push_back(place_record(r, *roofs));

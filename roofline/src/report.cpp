@@ -58,8 +58,9 @@ std::string header_text(const RunPlacement& rp) {
   std::string model = rp.suite.contains("model") && rp.suite["model"].is_string()
                           ? rp.suite["model"].get<std::string>()
                           : std::string("-");
-  return fmt::format("run {} (host {}, model {}) judged on {} [{}] of machine {}\n", rp.run_name, rp.run_host,
-                     model, rp.roofs.device_id, rp.roofs.device_name, rp.roofs.host);
+  return fmt::format("run {} (host {}, model {}) judged on {} [{}] of machine {}; compute roofs: {}\n", rp.run_name,
+                     rp.run_host, model, rp.roofs.device_id, rp.roofs.device_name, rp.roofs.host,
+                     rp.roofs.compute_regime);
 }
 
 // The step's time as one CUDA graph vs launched kernel by kernel: each timed call is at least one

@@ -135,7 +135,7 @@ void order_memory(std::vector<BandwidthRoof>& memory, const Device& device) {
 
 }  // namespace
 
-DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id) {
+DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id, bool sustained) {
   const Device* device = pick_device(profile, device_id);
   if (!device)
     throw InputError("machine profile of host '" + profile.host + "' has no device of kind '" +
@@ -145,9 +145,14 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id)
   roofs.device_kind = device->kind.empty() ? device_kind_of(device->id) : device->kind;
   roofs.device_name = device->name;
   roofs.host = profile.host;
-  for (const auto& r : resources_of(profile, device->id, CeilingKind::Compute))
-    if (const Ceiling* c = profile.best(device->id, CeilingKind::Compute, r))
-      roofs.compute.push_back({c->resource, c->figure.value, c->emulated, c->figure.source, c->id()});
+  int held = 0, burst_only = 0;
+  for (const auto& r : resources_of(profile, device->id, CeilingKind::Compute)) {
+    const Ceiling* c = sustained ? profile.best(device->id, CeilingKind::Compute, r, "device", "sustained") : nullptr;
+    (c ? held : burst_only) += sustained;
+    if (!c) c = profile.best(device->id, CeilingKind::Compute, r);
+    if (c) roofs.compute.push_back({c->resource, c->figure.value, c->emulated, c->figure.source, c->id()});
+  }
+  roofs.compute_regime = held == 0 ? "burst" : burst_only == 0 ? "sustained" : "sustained where measured";
   std::sort(roofs.compute.begin(), roofs.compute.end(),
             [](const auto& a, const auto& b) { return a.flops_per_second > b.flops_per_second; });
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Bandwidth))

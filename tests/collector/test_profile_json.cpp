@@ -89,6 +89,18 @@ TEST(MachineProfile, JsonRoundTrip) {
   EXPECT_EQ(q.devices[0].memory_levels[1].size_bytes, 1 << 20);
   EXPECT_EQ(q.ceilings[2].kind, CeilingKind::Bandwidth);
   EXPECT_EQ(q.ceilings[0].figure.stats.samples, 5u);
+  // A held (sustained) ceiling keeps its regime, and a new id beside the burst one.
+  p.ceilings.push_back(p.ceilings[0]);
+  p.ceilings.back().regime = "sustained";
+  q = machine_profile_from_json(to_json(p));
+  EXPECT_EQ(q.ceilings.back().regime, "sustained");
+  EXPECT_EQ(q.ceilings[0].regime, "burst");
+  EXPECT_NE(q.ceilings.back().id(), q.ceilings[0].id());
+  auto j = to_json(p);
+  j["ceilings"][0]["regime"] = "forever";
+  EXPECT_THROW(machine_profile_from_json(j), FormatError);
+  j["ceilings"][0].erase("regime");  // files from before the field: burst
+  EXPECT_EQ(machine_profile_from_json(j).ceilings[0].regime, "burst");
 }
 
 TEST(MachineProfile, BrokenFieldIsNamed) {

@@ -232,3 +232,33 @@ TEST(Placement, MemoryRoofOfTheRecordsOwnReadWriteMix) {
 }
 
 }  // namespace rafter::roofline
+
+namespace rafter::roofline {
+
+TEST(Placement, TrainingStepsAreJudgedOnSustainedComputeRoofs) {
+  // bf16: 100 GFLOP/s in a burst, 80 held at the power limit; fp32 burst only.
+  MachineProfile m = test::small_machine();
+  Ceiling held = test::make_ceiling(CeilingKind::Compute, "cpu", "bf16", 80e9);
+  held.regime = "sustained";
+  m.ceilings.push_back(held);
+  EXPECT_DOUBLE_EQ(m.best("cpu", CeilingKind::Compute, "bf16")->figure.value, 100e9);  // burst by default
+  EXPECT_DOUBLE_EQ(m.best("cpu", CeilingKind::Compute, "bf16", "device", "sustained")->figure.value, 80e9);
+  const DeviceRoofs burst = roofs_for(m, "cpu"), sustained = roofs_for(m, "cpu", true);
+  EXPECT_EQ(burst.compute_regime, "burst");
+  EXPECT_DOUBLE_EQ(burst.compute_for("bf16")->flops_per_second, 100e9);
+  EXPECT_EQ(sustained.compute_regime, "sustained where measured");
+  EXPECT_DOUBLE_EQ(sustained.compute_for("bf16")->flops_per_second, 80e9);
+  EXPECT_DOUBLE_EQ(sustained.compute_for("fp32")->flops_per_second, 50e9);  // no held fp32: the burst one
+  // 8 GFLOP in bf16: 80 ms held, 100 ms measured; a prefill is judged on the burst roof (80 ms -> 80 %).
+  rafter::Run run = test::make_run({test::make_record("mlp", "bf16", 8e9, 1e6, 1e6, 0.1)});
+  run.suite = {{"model", "m"}, {"phase", "train"}};
+  auto rp = place_run(run, m);
+  EXPECT_DOUBLE_EQ(rp.records[0].bound_seconds, 0.1);
+  EXPECT_NE(format_report_table(rp).find("compute roofs: sustained where measured"), std::string::npos);
+  run.suite["phase"] = "prefill";
+  rp = place_run(run, m);
+  EXPECT_DOUBLE_EQ(rp.records[0].bound_seconds, 0.08);
+  EXPECT_NE(format_report_table(rp).find("compute roofs: burst"), std::string::npos);
+}
+
+}  // namespace rafter::roofline

@@ -55,6 +55,14 @@ struct Clocks {
 };
 Clocks read_clocks(int device);
 
+// Board power (W) and GPU temperature (°C) now, through NVML; ok false without NVML.
+struct PowerReading {
+  double watts = 0;
+  double celsius = 0;
+  bool ok = false;
+};
+PowerReading read_power(int device);
+
 int device_count();  // 0 when there is no GPU or no driver (never throws)
 
 // What NVML says of a device, for Device.properties: driver version, ECC mode, PCIe link, maximum

@@ -49,6 +49,10 @@ struct Ceiling {
   std::optional<double> datasheet_ratio;  // figure.value / datasheet_value
   std::string datasheet_basis;            // how the datasheet value was derived
   std::string flag;                       // "", "above_datasheet", "below_60pct_datasheet", "throttled", "noisy"
+  // How long the figure was held: "burst" (the default: launches of ~10 ms, the clock still at its
+  // boost) or "sustained" (held for params.hold_seconds at the power limit, as a training step
+  // runs; `rafter probe --sustained`).
+  std::string regime = "burst";
 
   // Stable identifier, e.g. "cpu/bandwidth/L1/load/avx512/core".
   std::string id() const;
@@ -104,8 +108,9 @@ struct MachineProfile {
   const Device* find_device(std::string_view id) const;
   // The device-scope ceiling for a resource (precision or level) and kind, best (max for
   // compute/bandwidth/link, min for latency) over ISAs and operations; nullptr when absent.
+  // Only ceilings of `regime` ("burst" or "sustained") count.
   const Ceiling* best(std::string_view device, CeilingKind kind, std::string_view resource,
-                      std::string_view scope = "device") const;
+                      std::string_view scope = "device", std::string_view regime = "burst") const;
 };
 
 // Fills the datasheet ratio and flags (above 1, below 0.6, throttled, noisy) on every ceiling.

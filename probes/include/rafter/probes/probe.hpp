@@ -16,6 +16,9 @@ struct ProbeOptions {
   std::string filter;          // --filter: regex over probe names; empty = all
   int threads = 0;             // 0 = all cores (the all-core figures); 1-thread figures are always taken
   double max_working_set_bytes = 0;  // 0 = 4x the last-level cache (at least)
+  // --sustained: also hold each GPU compute ceiling this long (at the power limit, as a training
+  // step runs) and record the held figure beside the burst one (regime "sustained"); 0 = burst only.
+  double sustained_seconds = 0;
   RepeatPolicy policy;
 };
 

@@ -52,6 +52,8 @@ struct DeviceRoofs {
   std::vector<ComputeRoof> compute;   // highest first
   std::vector<BandwidthRoof> memory;  // innermost level first
   std::vector<BandwidthRoof> links;
+  // "burst", "sustained", or "sustained where measured" (some precisions held, others burst only).
+  std::string compute_regime = "burst";
   // The launch floor: the `launch` latency ceiling timed as operators are (operation "operator";
   // else the smallest launch ceiling), when measured. Every launch form measured, by operation
   // ("operator", "graph_node", "stream"): what a step pays per kernel as a graph or launch by launch.
@@ -72,7 +74,9 @@ std::string compute_class_of(std::string_view precision);
 // The roofs of `device_id` in `profile`. When the profile has no device of that id (judging a run
 // against another machine's profile), the first device of the same kind ("cuda:1" -> "cuda:0") is
 // used. Throws InputError naming the device when the profile has none of that kind.
-DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id);
+// `sustained`: compute roofs from the ceilings held at the power limit (`rafter probe --sustained`)
+// where the profile has them, burst ones elsewhere (compute_regime says which).
+DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id, bool sustained = false);
 
 // The device kind of an id: "cuda:0" -> "cuda", "cpu" -> "cpu".
 std::string device_kind_of(std::string_view device_id);
