@@ -107,7 +107,8 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id)
   roofs.host = profile.host;
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Compute))
     if (const Ceiling* c = profile.best(device->id, CeilingKind::Compute, r))
-      roofs.compute.push_back({c->resource, c->figure.value, c->emulated, c->figure.source, c->id()});
+      roofs.compute.push_back({c->resource, c->figure.value, c->emulated, c->figure.source, c->id(),
+                               c->params.value("emulated_via", std::string())});
   std::sort(roofs.compute.begin(), roofs.compute.end(),
             [](const auto& a, const auto& b) { return a.flops_per_second > b.flops_per_second; });
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Bandwidth))

@@ -17,6 +17,9 @@ struct ComputeRoof {
   bool emulated = false;  // the probe itself ran emulated (e.g. FP4 on sm_90)
   Source source = Source::Measured;
   std::string ceiling_id;
+  // Set where the device has no arithmetic of this precision and the roof is that of the path its
+  // work runs on (the ceiling's params.emulated_via: a CPU without AVX512_BF16 → "fp32").
+  std::string emulated_via;
 };
 
 // A memory level's or a link's bandwidth ceiling.
