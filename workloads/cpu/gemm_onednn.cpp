@@ -110,10 +110,11 @@ class GemmKernel : public Kernel {
   // oneDNN has no matmul for the storage type here: FP32 copies of the operands (filled in the
   // timed call) and of the result, an FP32 matmul between them.
   void prepare_widened() {
-    const std::string type = stored_ == dt::bf16 ? "bf16" : "int8";
-    details["path"] = type + " operands converted to fp32 in the timed call, oneDNN fp32 matmul, result converted to " +
-                      (stored_ == dt::bf16 ? "bf16" : "int32") + no_matmul_note(type);
-    if (stored_ == dt::s8) details["path"] = details["path"].get<std::string>() + " that sums exactly (no VNNI: int16 saturation)";
+    const bool bf16 = stored_ == dt::bf16;
+    details["path"] = std::string(bf16 ? "bf16" : "int8") +
+                      " operands converted to fp32 in the timed call, oneDNN fp32 matmul, result converted to " +
+                      (bf16 ? "bf16" + no_matmul_note("bf16") : "int32" + no_matmul_note("int8") +
+                                                                    " that sums exactly (no VNNI: int16 saturation)");
     use_fp32(b_ * m_ * k_, b_ * k_ * n_);
     build(matmul_md(b_, m_, k_, dt::f32, a_t_), matmul_md(b_, k_, n_, dt::f32, b_t_));
   }
