@@ -12,10 +12,11 @@ initializer runs on every CPU. So, for every object in the given static librarie
   2. no static initializer holds one;
   3. a global function that holds one lives in an ISA namespace (avx512::, avx2::, avx2_build::,
      sse::): the name its dispatching caller picks by CPUID;
-  4. no weak or unique symbol names something of an anonymous namespace (_GLOBAL__N_): such a
-     name is the same in every file, so the linker merges what are different things (GCC 12 emits
-     these for function templates instantiated on an anonymous class template, seen with the two
-     builds of one kernel file).
+  4. no weak or unique symbol names something of an anonymous namespace as GCC mangles it
+     (_GLOBAL__N_1): that name is the same in every file, so the linker merges what are different
+     things (GCC 12 emits these for function templates instantiated on an anonymous class
+     template, seen with the two builds of one kernel file). nvcc names each file's anonymous
+     namespace apart (_GLOBAL__N__<hash>_<file>): those are not merged.
 
 "Beyond baseline": VEX/EVEX-encoded instructions (AVX and later: mnemonics starting with "v"),
 ymm/zmm/mask registers, and the SSE3..SSE4.2 mnemonics below. Usage:
@@ -123,7 +124,7 @@ def main():
     except (OSError, RuntimeError) as e:
         print(f"check_dispatch: {e}", file=sys.stderr)
         return 2
-    anonymous = [f for f in functions if f[3] in ("w", "u") and "_GLOBAL__N_" in f[2]]
+    anonymous = [f for f in functions if f[3] in ("w", "u") and "12_GLOBAL__N_1" in f[2]]
     wide = [f for f in functions if f[4]]
     names = demangle(sorted({f[2] for f in wide + anonymous}))
     bad = [f"{member}: weak symbol of an anonymous namespace (merged across files by the linker): "
