@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include "commands.hpp"
+#include "rafter/collector/cpu_isa.hpp"
 #include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
 
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   rafter::cli::add_plot_command(app);
   rafter::cli::add_compare_command(app);
   try {
+    rafter::held_cpu_isa();  // a bad RAFTER_CPU_ISA fails every verb at once, before any work
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) return rafter::cli::run_default_job(out_dir);
     return 0;

@@ -46,6 +46,7 @@ CpuFeatures detect() {
   const unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
   const bool os_avx = (xcr0 & 0x6) == 0x6;
   const bool os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
+  f.sse41 = bit(l1.c, 19);
   f.sse42 = bit(l1.c, 20);
   f.avx = bit(l1.c, 28) && os_avx;
   f.fma = bit(l1.c, 12) && os_avx;
@@ -77,16 +78,33 @@ CpuFeatures detect() {
   return f;
 }
 
+// Clears what lies above the held ISA (RAFTER_CPU_ISA), as a CPU that stops there would read.
+CpuFeatures hold(CpuFeatures f) {
+  const auto held = held_cpu_isa();
+  if (!held) return f;
+  if (*held < CpuIsa::Avx512)
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_bf16 = f.avx512_vnni = f.avx512_fp16 = false;
+  if (*held < CpuIsa::Avx2) f.avx = f.avx2 = f.fma = f.f16c = f.avx_vnni = false;
+  if (*held < CpuIsa::Sse41) f.sse41 = f.sse42 = false;
+  return f;
+}
+
 }  // namespace
 
-const CpuFeatures& cpu_features() {
+const CpuFeatures& detected_cpu_features() {
   static const CpuFeatures features = detect();
+  return features;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = hold(detected_cpu_features());
   return features;
 }
 
 std::vector<std::string> isa_extension_names(const CpuFeatures& f) {
   std::vector<std::string> names;
-  const std::pair<bool, const char*> all[] = {{f.sse42, "sse4_2"},
+  const std::pair<bool, const char*> all[] = {{f.sse41, "sse4_1"},
+                                              {f.sse42, "sse4_2"},
                                               {f.avx, "avx"},
                                               {f.avx2, "avx2"},
                                               {f.fma, "fma"},
@@ -112,8 +130,16 @@ const std::vector<std::string>& kernel_isas() {
 bool cpu_has_isa(const CpuFeatures& f, std::string_view isa) {
   if (isa == "avx512") return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma;
   if (isa == "avx2") return f.avx2 && f.fma;
-  if (isa == "sse") return f.sse42;
+  if (isa == "sse") return f.sse41;
   if (isa == "scalar") return true;
+  throw InputError("unknown ISA '" + std::string(isa) + "' (expected avx512, avx2, sse or scalar)");
+}
+
+CpuIsa isa_level(std::string_view isa) {
+  if (isa == "avx512") return CpuIsa::Avx512;
+  if (isa == "avx2") return CpuIsa::Avx2;
+  if (isa == "sse") return CpuIsa::Sse41;
+  if (isa == "scalar") return CpuIsa::Scalar;
   throw InputError("unknown ISA '" + std::string(isa) + "' (expected avx512, avx2, sse or scalar)");
 }
 

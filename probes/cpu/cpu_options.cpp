@@ -12,8 +12,13 @@
 namespace rafter::probes::cpu {
 
 void validate_cpu_options(const ProbeOptions& options, const Device& cpu) {
-  if (!options.isa.empty() && !cpu_has_isa(cpu_features(), options.isa))  // throws if unknown
-    throw DeviceUnavailable(fmt::format("--isa {}: this CPU ({}) does not have it", options.isa, cpu.name));
+  if (!options.isa.empty()) {
+    const auto held = held_cpu_isa();
+    if (held && isa_level(options.isa) > *held)  // throws if unknown
+      throw InputError(fmt::format("--isa {}: wider than RAFTER_CPU_ISA={}", options.isa, to_string(*held)));
+    if (!cpu_has_isa(cpu_features(), options.isa))
+      throw DeviceUnavailable(fmt::format("--isa {}: this CPU ({}) does not have it", options.isa, cpu.name));
+  }
   if (options.threads < 0 || options.threads > cpu.threads)
     throw InputError(fmt::format("--threads {}: expected 1..{} (hardware threads of this CPU)",
                                  options.threads, cpu.threads));

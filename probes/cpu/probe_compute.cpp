@@ -1,5 +1,6 @@
 // cpu.compute: FP64/FP32 FMA at every vector width the CPU has, BF16/FP16/INT8 where present, on 1
-// thread and all cores. A precision the CPU lacks is recorded as absent, never as 0 FLOP/s.
+// thread and all cores. A precision the CPU lacks is recorded as absent, never as 0 FLOP/s; BF16 and
+// FP16 without native arithmetic get the FP32 roof their work runs on instead, labelled so.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -74,6 +75,36 @@ Ceiling make_ceiling(const Device& cpu, const ComputeKernel& k, int threads, Fig
   return c;
 }
 
+// BF16 and FP16 that this (held) CPU has no instruction for still run — GEMMs through oneDNN's
+// FP32 matmul on widened operands, the native kernels in FP32 arithmetic — so their roof is the
+// FP32 one: the best FP32 ceiling of each thread count, again under the precision's name, with
+// `params.emulated_via` = "fp32" and a note. (INT8 is not among them: its GEMMs stay integer.)
+std::vector<Ceiling> emulated_ceilings(const std::vector<Ceiling>& measured) {
+  std::vector<Ceiling> out;
+  for (const char* p : {"bf16", "fp16"}) {
+    const bool native = std::any_of(compute_kernels().begin(), compute_kernels().end(), [&](const ComputeKernel& k) {
+      return k.precision == p && k.present(cpu_features());
+    });
+    if (native) continue;
+    std::vector<const Ceiling*> best;  // the best fp32 ceiling per thread count
+    for (const Ceiling& c : measured) {
+      if (c.resource != "fp32") continue;
+      auto it = std::find_if(best.begin(), best.end(), [&](const Ceiling* b) { return b->threads == c.threads; });
+      if (it == best.end()) best.push_back(&c);
+      else if (c.figure.value > (*it)->figure.value) *it = &c;
+    }
+    for (const Ceiling* fp32 : best) {
+      Ceiling c = *fp32;
+      c.resource = p;
+      c.params["emulated_via"] = "fp32";
+      c.params["same_measurement_as"] = fp32->id();
+      c.params["note"] = fmt::format("no native {} arithmetic on this CPU: the fp32 roof that {} work runs on", p, p);
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 void probe_cpu_compute(const ProbeOptions& options, const Device& cpu, MachineProfile& profile) {
   nlohmann::json absent = nlohmann::json::array();
   const auto kernels = kernels_to_run(options, absent);
@@ -101,18 +132,21 @@ void probe_cpu_compute(const ProbeOptions& options, const Device& cpu, MachinePr
       c.datasheet_basis = peak->basis;
     }
     finish_ceiling(c, hz_before, hz_after);
-    profile.ceilings.push_back(std::move(c));
   }
-  nlohmann::json precisions_absent = nlohmann::json::array();
+  const auto emulated = emulated_ceilings(ceilings);
+  ceilings.insert(ceilings.end(), emulated.begin(), emulated.end());
+  nlohmann::json precisions_absent = nlohmann::json::array(), precisions_emulated = nlohmann::json::object();
   for (const char* p : {"fp64", "fp32", "bf16", "fp16", "int8"}) {
-    const bool measured = std::any_of(kernels.begin(), kernels.end(),
-                                      [p](const ComputeKernel* k) { return k->precision == p; });
-    if (!measured) precisions_absent.push_back(p);
+    const auto it = std::find_if(ceilings.begin(), ceilings.end(), [p](const Ceiling& c) { return c.resource == p; });
+    if (it == ceilings.end()) precisions_absent.push_back(p);
+    else if (it->params.contains("emulated_via")) precisions_emulated[p] = it->params["emulated_via"];
   }
+  for (Ceiling& c : ceilings) profile.ceilings.push_back(std::move(c));
   for (auto& d : profile.devices) {
     if (d.id != cpu.id) continue;
     d.properties["compute_kernels_absent"] = absent;
     d.properties["precisions_absent"] = precisions_absent;  // no kernel of that precision ran: absent, not 0
+    d.properties["precisions_emulated"] = precisions_emulated;  // {"bf16": "fp32"}: the roof of that path
   }
 }
 

@@ -58,6 +58,10 @@ Device describe_cpu() {
                   {"scaling_governor", first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")}};
   for (const auto& isa : cpu::kernel_isas())
     if (cpu::cpu_has_isa(f, isa)) d.properties["kernel_isas_available"].push_back(isa);
+  // A held run says so: `isa` above lists what rafter used, this what the CPU has.
+  if (const auto held = held_cpu_isa())
+    d.properties["cpu_isa_held"] = {{"rafter_cpu_isa", to_string(*held)},
+                                    {"detected_isa", cpu::isa_extension_names(cpu::detected_cpu_features())}};
   return d;
 }
 

@@ -107,8 +107,9 @@ std::vector<RoofLine> roof_lines(const PlotFrame& f, const DeviceRoofs& roofs, c
     if (c.flops_per_second < r.ylo || c.flops_per_second > r.yhi) continue;
     double xa = std::max(r.xlo, top_bw > 0 ? c.flops_per_second / top_bw : r.xlo), y = f.y(c.flops_per_second);
     lines.push_back({f.x(xa), y, f.right, y, true,
-                     fmt::format("{} {}{}{}", svg::upper(c.precision), format_flops_per_second(c.flops_per_second),
-                                 c.emulated ? " (emulated)" : "", source_suffix(c.source)),
+                     fmt::format("{} {}{}{}{}", svg::upper(c.precision), format_flops_per_second(c.flops_per_second),
+                                 c.emulated ? " (emulated)" : "",
+                                 c.emulated_via.empty() ? "" : " (via " + c.emulated_via + ")", source_suffix(c.source)),
                      "#303030", style.tag,
                      {{"class", "ceiling ceiling-compute"}, {"data-precision", c.precision},
                       {"data-value", fmt::format("{:g}", c.flops_per_second)}, {"data-machine", style.tag}},

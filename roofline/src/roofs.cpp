@@ -150,7 +150,9 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id,
     const Ceiling* c = sustained ? profile.best(device->id, CeilingKind::Compute, r, "device", "sustained") : nullptr;
     (c ? held : burst_only) += sustained;
     if (!c) c = profile.best(device->id, CeilingKind::Compute, r);
-    if (c) roofs.compute.push_back({c->resource, c->figure.value, c->emulated, c->figure.source, c->id()});
+    if (c)
+      roofs.compute.push_back({c->resource, c->figure.value, c->emulated, c->figure.source, c->id(),
+                               c->params.value("emulated_via", std::string())});
   }
   roofs.compute_regime = held == 0 ? "burst" : burst_only == 0 ? "sustained" : "sustained where measured";
   std::sort(roofs.compute.begin(), roofs.compute.end(),

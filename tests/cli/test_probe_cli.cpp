@@ -169,6 +169,27 @@ TEST(ProbeCli, BadInputIsOneLineExitTwoAndNothingWritten) {
   expect_bad_input({"probe", "--device", "cpu", "-o", "/nonexistent-dir/m.json"}, "/nonexistent-dir");
 }
 
+// RAFTER_CPU_ISA: an unknown value fails any verb with one line naming it; a held ISA is a ceiling
+// that an explicit --isa may not go above.
+TEST(ProbeCli, HeldIsaIsACeilingAndAnUnknownOneIsOneLine) {
+  const auto held = [](const std::string& isa, std::vector<std::string> args) {
+    args.insert(args.begin(), {"RAFTER_CPU_ISA=" + isa, RAFTER_BINARY});
+    return run_rafter(args, "env");
+  };
+  for (const auto& args : {std::vector<std::string>{"probe", "--device", "cpu", "-o", "/tmp/rafter-never-written.json"},
+                           std::vector<std::string>{"profile", "--op", "gemm", "--m", "8", "--n", "8", "--k", "8"}}) {
+    const auto r = held("avx1024", args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("rafter: error: RAFTER_CPU_ISA=avx1024"), std::string::npos) << r.err;
+  }
+  const auto wider = held("avx2", {"probe", "--device", "cpu", "--isa", "avx512", "-o", "/tmp/rafter-never-written.json"});
+  EXPECT_EQ(wider.exit_code, 2) << wider.err;
+  ASSERT_EQ(wider.err_lines().size(), 1u) << wider.err;
+  EXPECT_NE(wider.err.find("--isa avx512: wider than RAFTER_CPU_ISA=avx2"), std::string::npos) << wider.err;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/rafter-never-written.json"));
+}
+
 TEST(ProbeCli, CudaWithoutGpuIsOneLineExitTwo) {
   const auto r = run_rafter({"probe", "--device", "cuda", "-o", "/tmp/rafter-never-written.json"});
   if (r.exit_code == 0) GTEST_SKIP() << "a GPU is present";

@@ -104,6 +104,32 @@ TEST(Placement, MissingRoofIsARemarkNotABound) {
   EXPECT_EQ(remarks, 2);
 }
 
+TEST(Placement, CpuWithoutNativeBf16HasTheFp32PathAsItsBf16Roof) {
+  // The probe's bf16 ceiling on a CPU without AVX512_BF16: the fp32 roof (50 G), labelled so.
+  MachineProfile m = small_machine();
+  std::erase_if(m.ceilings, [](const Ceiling& c) { return c.resource == "bf16"; });
+  Ceiling bf16 = test::make_ceiling(CeilingKind::Compute, "cpu", "bf16", 50e9);
+  bf16.params["emulated_via"] = "fp32";
+  m.ceilings.push_back(bf16);
+  // A bf16 GEMM that ran via fp32 and a native bf16 kernel (fp32 arithmetic on bf16 storage):
+  // 1 GFLOP each, 25 ms; both floors are 20 ms of compute, no remark about a missing roof.
+  OperatorRecord gemm = make_record("qkv", "bf16", 1e9, 1e6, 1e6, 0.025);
+  gemm.emulated = true;
+  gemm.emulated_via = "fp32";
+  const OperatorRecord norm = make_record("norm", "bf16", 1e9, 1e6, 1e6, 0.025);
+  const auto rp = place_run(make_run({gemm, norm}), m);
+  ASSERT_NE(rp.roofs.compute_for("bf16"), nullptr);
+  EXPECT_EQ(rp.roofs.compute_for("bf16")->emulated_via, "fp32");
+  EXPECT_EQ(rp.records[0].judged_as, "fp32");
+  EXPECT_EQ(rp.records[0].binding_name(), "fp32 compute");
+  EXPECT_EQ(rp.records[1].judged_as, "bf16");
+  EXPECT_EQ(rp.records[1].binding_name(), "bf16 compute");
+  for (const auto& p : rp.records) {
+    EXPECT_DOUBLE_EQ(p.bound_seconds, 0.02) << p.label;
+    for (const auto& r : p.remarks) EXPECT_NE(r.find("no "), 0u) << r;
+  }
+}
+
 TEST(Placement, WhatIfAnotherMachineHalvesTheMemoryFloor) {
   rafter::Run run = make_run({make_record("mlp", "bf16", 1e9, 4e8, 2e8, 0.025)});
   auto here = place_run(run, small_machine(10e9));

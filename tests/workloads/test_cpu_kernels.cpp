@@ -2,6 +2,7 @@
 // operator, phase and precision the CPU backends run; small shapes so that CI stays fast.
 #include <gtest/gtest.h>
 
+#include "onednn_oracle.hpp"
 #include "rafter/workloads/backend.hpp"
 #include "rafter/workloads/precision.hpp"
 #include "rafter/workloads/suite.hpp"
@@ -64,14 +65,19 @@ TEST(CpuKernels, EveryNonCollectiveOperatorRunsOnTheCpuInBf16OrItsOnlyPrecision)
 TEST(CpuKernels, EmulatedPrecisionsAreLabelled) {
   const auto ctx = tiny_context();
   const auto& gemm = OperatorRegistry::instance().get("gemm");
+  profile_instance(tiny(gemm, "fwd", "bf16"), ctx, {});
+  const bool native_bf16 = test::onednn_creates_bf16_matmul();  // after rafter made its engine
   for (const char* p : {"fp8_e4m3", "nvfp4", "mxfp4"}) {
     const auto r = profile_instance(tiny(gemm, "fwd", p), ctx, {});
     EXPECT_TRUE(r.emulated) << p;
-    EXPECT_EQ(r.emulated_via, "bf16") << p;
+    EXPECT_EQ(r.emulated_via, native_bf16 ? "bf16" : "fp32") << p;  // the bf16 GEMM, where there is one
   }
-  for (const char* p : {"bf16", "fp32", "int8"}) {
+  // Native where oneDNN has the path (bf16: AVX-512; int8: exact sums), else via fp32 (test_cpu_isa_paths).
+  const std::pair<const char*, bool> cases[] = {{"bf16", native_bf16}, {"fp32", true}, {"int8", test::onednn_int8_matmul_is_exact()}};
+  for (const auto& [p, native] : cases) {
     const auto r = profile_instance(tiny(gemm, "fwd", p), ctx, {});
-    EXPECT_FALSE(r.emulated) << p;
+    EXPECT_EQ(r.emulated, !native) << p;
+    EXPECT_EQ(r.emulated_via, native ? "" : "fp32") << p;
     EXPECT_EQ(r.backend, "cpu.onednn");
   }
 }

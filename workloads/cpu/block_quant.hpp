@@ -38,4 +38,19 @@ void quantize(const bf16* x, QuantizedTensor& q, const QuantOptions& o);
 void dequantize(const QuantizedTensor& q, bf16* out);
 void dequantize(const QuantizedTensor& q, float* out);  // exact decoded values (checks)
 
+// The two builds of block_quant_avx2.cpp behind the four functions above (block_quant.cpp picks
+// by cpu_has_avx2()); call those, not these.
+#define RAFTER_BLOCK_QUANT_ENTRY_POINTS                                            \
+  void quantize(const float* x, QuantizedTensor& q, const QuantOptions& o); \
+  void quantize(const bf16* x, QuantizedTensor& q, const QuantOptions& o);  \
+  void dequantize(const QuantizedTensor& q, bf16* out);                     \
+  void dequantize(const QuantizedTensor& q, float* out);
+namespace avx2_build {
+RAFTER_BLOCK_QUANT_ENTRY_POINTS
+}
+namespace baseline_build {
+RAFTER_BLOCK_QUANT_ENTRY_POINTS
+}
+#undef RAFTER_BLOCK_QUANT_ENTRY_POINTS
+
 }  // namespace rafter::workloads::cpu

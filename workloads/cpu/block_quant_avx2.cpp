@@ -1,5 +1,6 @@
 // fp32 block quantizers (see block_quant.hpp). Rounding is to nearest even onto E2M1 by
-// thresholds (branch-free), scales are rounded to E4M3 / E8M0 by bit manipulation.
+// thresholds (branch-free), scales are rounded to E4M3 / E8M0 by bit manipulation. Built twice
+// (AVX2 and baseline, cpu_kernel.hpp's "Twin builds"); block_quant.cpp calls the one that fits.
 // Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #include "block_quant.hpp"
@@ -11,7 +12,8 @@
 
 #include "../src/quant_math.hpp"
 
-namespace rafter::workloads::cpu {
+RAFTER_CPU_KERNELS_BEGIN
+namespace rafter::workloads::cpu::RAFTER_CPU_BUILD {
 namespace {
 
 constexpr float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
@@ -247,20 +249,6 @@ void quantize_impl(const T* x, QuantizedTensor& q, const QuantOptions& o) {
 
 }  // namespace
 
-std::int64_t QuantizedTensor::block_cols() const {
-  return precision == "nvfp4" ? 16 : precision == "mxfp4" ? 32 : cols;
-}
-std::int64_t QuantizedTensor::scale_count() const {
-  if (precision != "nvfp4" && precision != "mxfp4") return 0;
-  return (rows / block_rows()) * (cols / block_cols());
-}
-void QuantizedTensor::allocate() {
-  const bool fp8 = precision == "fp8_e4m3" || precision == "fp8_e5m2";
-  values = Buffer(std::size_t(fp8 ? rows * cols : (rows * cols + 1) / 2));
-  scales = Buffer(std::size_t(std::max<std::int64_t>(scale_count(), 1)));
-  if (precision == "nvfp4" && !block2d && cols % 256 == 0) block_amax = Buffer(std::size_t(rows * cols / 16 * 2));
-}
-
 void quantize(const float* x, QuantizedTensor& q, const QuantOptions& o) { quantize_impl(x, q, o); }
 void quantize(const bf16* x, QuantizedTensor& q, const QuantOptions& o) { quantize_impl(x, q, o); }
 
@@ -323,4 +311,5 @@ void dequantize(const QuantizedTensor& q, bf16* out) {
 }
 void dequantize(const QuantizedTensor& q, float* out) { dequantize_impl(q, out); }
 
-}  // namespace rafter::workloads::cpu
+}  // namespace rafter::workloads::cpu::RAFTER_CPU_BUILD
+RAFTER_CPU_KERNELS_END

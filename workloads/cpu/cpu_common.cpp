@@ -13,6 +13,7 @@
 
 #include "avx512_kernels.hpp"
 #include "cpu_kernel.hpp"
+#include "rafter/collector/cpu_isa.hpp"
 #include "rafter/collector/error.hpp"
 
 namespace rafter::workloads::cpu {
@@ -37,16 +38,17 @@ DType activation_dtype(std::string_view precision) {
 }
 
 bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // RAFTER_CPU_ISA=sse4.1 or scalar: the baseline builds of the kernel files, as on a CPU without AVX2.
+  static const bool has =
+      cpu_isa_allowed(CpuIsa::Avx2) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
 }
 
 bool avx512::available() {
-  // RAFTER_CPU_ISA=avx2 keeps the AVX2 loops (to test or compare them on an AVX-512 machine).
-  static const bool has = !(std::getenv("RAFTER_CPU_ISA") && std::string_view(std::getenv("RAFTER_CPU_ISA")) == "avx2") &&
-                          cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512bf16");
+  // RAFTER_CPU_ISA below avx512 keeps the AVX2 or baseline loops (to test or compare them here).
+  static const bool has = cpu_isa_allowed(CpuIsa::Avx512) && cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
   return has;
 }
 

@@ -232,12 +232,43 @@ static inline float sum_exp(const T* x, std::int64_t n, float mx, float scale = 
   return s;
 }
 
-// The *_avx2.cpp kernel files are compiled for AVX2+FMA; they register only on CPUs that have it.
+// AVX2 + FMA present and allowed (RAFTER_CPU_ISA, rafter/collector/cpu_isa.hpp).
 bool cpu_has_avx2();
 
-// Dispatches a kernel template over fp32 / bf16 / fp16 storage.
+// Twin builds. Every *_avx2.cpp kernel file is compiled twice (cmake/RafterTargets.cmake): as it
+// is, its kernels between RAFTER_CPU_KERNELS_BEGIN and _END built for AVX2 + FMA, and as a
+// baseline x86-64 twin (RAFTER_CPU_BASELINE defined: no pragma, plain SSE2). Each build registers
+// its kernels only where it is the one to run (kernel_build_runs_here), so every operator has a
+// native kernel on every x86-64 CPU.
+// Why a pragma after the includes rather than -mavx2 on the command line: with the flag, every
+// inline function and template instantiated in the file (std::vector, std::function, nlohmann::json,
+// the Tensor helpers above) is compiled for AVX2 too, and the linker keeps one copy of each for the
+// whole program, possibly that one: a CPU without AVX2 then faults in code that has nothing to do
+// with the kernels (seen: the AVX2 objects' copies of json and vector constructors, and their
+// static initializers, held VEX instructions). Under the pragma only what is defined inside the
+// region gets AVX2; templates from headers keep the target of their definition. So: inside the
+// region, only internal linkage (anonymous namespace) or functions of the build's own namespace
+// (RAFTER_CPU_BUILD); registrations after RAFTER_CPU_KERNELS_END. tests/isa/check_dispatch.py
+// checks the built libraries for exactly this.
+#ifdef RAFTER_CPU_BASELINE
+#define RAFTER_CPU_KERNELS_BEGIN
+#define RAFTER_CPU_KERNELS_END
+#define RAFTER_CPU_BUILD baseline_build
+static inline bool kernel_build_runs_here() { return !cpu_has_avx2(); }
+#else
+#define RAFTER_CPU_KERNELS_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
+#define RAFTER_CPU_KERNELS_END _Pragma("GCC pop_options")
+#define RAFTER_CPU_BUILD avx2_build
+static inline bool kernel_build_runs_here() { return cpu_has_avx2(); }
+#endif
+
+// Dispatches a kernel template over fp32 / bf16 / fp16 storage. static: GCC 12 gives an instance of
+// a function template weak linkage even when its template-template argument lives in an anonymous
+// namespace, so the two builds of a kernel file (see "Twin builds") made one
+// make_typed<_GLOBAL__N_1::GlaKernel> for both, and the linker kept the AVX2 build's (seen: the
+// baseline registration built AVX2 kernels under RAFTER_CPU_ISA=sse4.1).
 template <template <class> class K>
-std::unique_ptr<Kernel> make_typed(const OpInstance& inst) {
+static std::unique_ptr<Kernel> make_typed(const OpInstance& inst) {
   switch (activation_dtype(inst.precision)) {
     case DType::F32: return std::make_unique<K<float>>(inst);
     case DType::F16: return std::make_unique<K<f16>>(inst);

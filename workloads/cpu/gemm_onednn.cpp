@@ -2,33 +2,23 @@
 // per-tensor symmetric scales) through oneDNN's matmul; TF32 and FP16 emulated (inputs rounded to
 // the format, FP32 GEMM: the products of TF32/FP16 values are exact in FP32); FP8, NVFP4, MXFP4
 // emulated: operands stored quantized, the timed call dequantizes them to BF16 and runs the BF16
-// GEMM. cpu.native: FP64 (oneDNN has no f64 matmul). Also the hot-channel patch (BF16 GEMM with
-// accumulation into Y through oneDNN's sum post-op).
+// GEMM. cpu.native: FP64 (oneDNN has no f64 matmul). The hot-channel patch: hot_patch_onednn.cpp.
+// Where oneDNN has no matmul for the storage type on this CPU (BF16 without AVX-512 in oneDNN 2.6,
+// INT8 without VNNI: its sums saturate; asked of oneDNN, onednn_matmul.hpp), the GEMM still runs,
+// emulated via FP32: the operands stay stored in their precision and the timed call widens them to
+// FP32 (a framework's BF16 GEMM on such a CPU pays that conversion too), runs oneDNN's FP32 matmul
+// and rounds the result into the precision's output type; FP8/FP4 operands are dequantized
+// straight to FP32. details["path"] says which path ran and what its time includes.
 // Operand layouts follow the pass (operator ops_gemm.cpp): fwd A[m,k]·W[n,k]ᵀ, bwd_input dY[m,k]·W[k,n],
 // bwd_weight dYᵀ (stored [k,m])·X[k,n]; quantized operands are kept K-contiguous (A[m,k], B as [n,k]).
-#include <dnnl.hpp>
-
 #include <cmath>
 
 #include "block_quant.hpp"
 #include "cpu_kernel.hpp"
+#include "onednn_matmul.hpp"
 
 namespace rafter::workloads::cpu {
 namespace {
-
-using dt = dnnl::memory::data_type;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-// [batch, rows, cols] stored row-major, or transposed ([batch, cols, rows] in memory).
-dnnl::memory::desc md(std::int64_t b, std::int64_t rows, std::int64_t cols, dt type, bool transposed) {
-  const dnnl::memory::dims strides = transposed ? dnnl::memory::dims{rows * cols, 1, rows}
-                                                : dnnl::memory::dims{rows * cols, cols, 1};
-  return dnnl::memory::desc({b, rows, cols}, type, strides);
-}
 
 bool quantized(const std::string& p) { return p.rfind("fp8", 0) == 0 || p == "nvfp4" || p == "mxfp4"; }
 
@@ -41,7 +31,7 @@ class GemmKernel : public Kernel {
     inputs.push_back(make_tensor("B", DType::F32, {b_, k_, n_}));
     const DType out = prec_ == "int8" ? DType::S32 : (prec_ == "fp32" || prec_ == "tf32" || prec_ == "fp16") ? DType::F32 : DType::BF16;
     outputs.push_back(make_tensor("C", out, {b_, m_, n_}));
-    details["library"] = "oneDNN " + version();
+    details["library"] = "oneDNN " + onednn_version();
   }
 
   void prepare() override {
@@ -54,17 +44,26 @@ class GemmKernel : public Kernel {
     if (prec_ == "tf32" || prec_ == "fp16") emulated_via = "fp32";
     abuf_ = stage(inputs[0], m_, k_, a_t_, type, scale_a_);
     bbuf_ = stage(inputs[1], k_, n_, b_t_, type, scale_b_);
-    build(md(b_, m_, k_, type, a_t_), md(b_, k_, n_, type, b_t_));
+    stored_ = type;
+    if (type != dt::f32 && !onednn_has_matmul(type, type, out_type())) return prepare_widened();
+    build(matmul_md(b_, m_, k_, type, a_t_), matmul_md(b_, k_, n_, type, b_t_));
   }
 
   void run() override {
-    if (quantized(prec_)) {
+    if (quantized(prec_) && via_fp32_) {
+      dequantize(qa_, static_cast<float*>(a32_.data()));
+      dequantize(qb_, static_cast<float*>(b32_.data()));
+    } else if (quantized(prec_)) {
       dequantize(qa_, static_cast<bf16*>(abuf_.data()));
       dequantize(qb_, static_cast<bf16*>(bbuf_.data()));
+    } else if (via_fp32_) {
+      widen(abuf_.data(), stored_, static_cast<float*>(a32_.data()), b_ * m_ * k_);
+      widen(bbuf_.data(), stored_, static_cast<float*>(b32_.data()), b_ * k_ * n_);
     }
-    dnnl::stream s(engine());
+    dnnl::stream s(onednn_engine());
     prim_.execute(s, {{DNNL_ARG_SRC, mem_a_}, {DNNL_ARG_WEIGHTS, mem_b_}, {DNNL_ARG_DST, mem_c_}});
     s.wait();
+    if (via_fp32_) narrow(static_cast<const float*>(c32_.data()), out_type(), outputs[0].buffer.data(), b_ * m_ * n_);
   }
 
   std::vector<std::vector<double>> results() const override {
@@ -75,9 +74,8 @@ class GemmKernel : public Kernel {
   }
 
  private:
-  static std::string version() {
-    const auto* v = dnnl::version();
-    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  dt out_type() const {
+    return outputs[0].dtype == DType::S32 ? dt::s32 : outputs[0].dtype == DType::F32 ? dt::f32 : dt::bf16;
   }
 
   // Copies the logical [b, rows, cols] fp32 staging into the pass's layout and storage type.
@@ -109,9 +107,33 @@ class GemmKernel : public Kernel {
     return v;
   }
 
-  // Quantized operands, K-contiguous: A as [b·m, k], B as [b·n, k] (i.e. Bᵀ), plus BF16 staging.
+  // oneDNN has no matmul for the storage type here: FP32 copies of the operands (filled in the
+  // timed call) and of the result, an FP32 matmul between them.
+  void prepare_widened() {
+    const bool bf16 = stored_ == dt::bf16;
+    details["path"] = std::string(bf16 ? "bf16" : "int8") +
+                      " operands converted to fp32 in the timed call, oneDNN fp32 matmul, result converted to " +
+                      (bf16 ? "bf16" + no_matmul_note("bf16") : "int32" + no_matmul_note("int8") +
+                                                                    " that sums exactly (no VNNI: int16 saturation)");
+    use_fp32(b_ * m_ * k_, b_ * k_ * n_);
+    build(matmul_md(b_, m_, k_, dt::f32, a_t_), matmul_md(b_, k_, n_, dt::f32, b_t_));
+  }
+
+  std::string no_matmul_note(const std::string& type) const {
+    return ": oneDNN " + onednn_version() + " has no " + type + " matmul on this CPU";
+  }
+
+  void use_fp32(std::int64_t a_elements, std::int64_t b_elements) {
+    via_fp32_ = true;
+    emulated_via = "fp32";
+    a32_ = Buffer(std::size_t(a_elements) * 4);
+    b32_ = Buffer(std::size_t(b_elements) * 4);
+    c32_ = Buffer(std::size_t(b_ * m_ * n_) * 4);
+  }
+
+  // Quantized operands, K-contiguous: A as [b·m, k], B as [b·n, k] (i.e. Bᵀ), plus BF16 staging
+  // (FP32 where oneDNN has no BF16 matmul).
   void prepare_quantized() {
-    emulated_via = "bf16";
     const bool fp8 = prec_.rfind("fp8", 0) == 0;
     std::string pa = prec_, pb = prec_;
     if (fp8) {
@@ -135,21 +157,31 @@ class GemmKernel : public Kernel {
     qb_.allocate();
     quantize(at.data(), qa_, {});
     quantize(bt.data(), qb_, {});
-    abuf_ = Buffer(std::size_t(b_ * m_ * k_) * 2);
-    bbuf_ = Buffer(std::size_t(b_ * n_ * k_) * 2);
-    details["emulation"] = "operands stored " + prec_ + "; timed call dequantizes both to bf16, then bf16 GEMM";
-    build(md(b_, m_, k_, dt::bf16, false), md(b_, k_, n_, dt::bf16, true));
+    const bool bf16_gemm = onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16);
+    const dt staging = bf16_gemm ? dt::bf16 : dt::f32;
+    emulated_via = bf16_gemm ? "bf16" : "fp32";
+    details["emulation"] = "operands stored " + prec_ + "; timed call dequantizes both to " + emulated_via + ", then " +
+                           emulated_via + " GEMM" + (bf16_gemm ? "" : ", result converted to bf16");
+    if (bf16_gemm) {
+      abuf_ = Buffer(std::size_t(b_ * m_ * k_) * 2);
+      bbuf_ = Buffer(std::size_t(b_ * n_ * k_) * 2);
+    } else {
+      details["path"] = "operands dequantized to fp32 in the timed call, oneDNN fp32 matmul, result converted to bf16" +
+                        no_matmul_note("bf16");
+      use_fp32(b_ * m_ * k_, b_ * n_ * k_);
+    }
+    build(matmul_md(b_, m_, k_, staging, false), matmul_md(b_, k_, n_, staging, true));
   }
 
   void build(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
-    const dt out = outputs[0].dtype == DType::S32 ? dt::s32 : outputs[0].dtype == DType::F32 ? dt::f32 : dt::bf16;
-    const auto c = md(b_, m_, n_, out, false);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine());
+    const bool fp32 = via_fp32_;
+    const auto c = matmul_md(b_, m_, n_, fp32 ? dt::f32 : out_type(), false);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), onednn_engine());
     prim_ = dnnl::matmul(pd);
     if (!outputs[0].buffer.data()) outputs[0].allocate();
-    mem_a_ = dnnl::memory(a, engine(), abuf_.data());
-    mem_b_ = dnnl::memory(b, engine(), bbuf_.data());
-    mem_c_ = dnnl::memory(c, engine(), outputs[0].buffer.data());
+    mem_a_ = dnnl::memory(a, onednn_engine(), fp32 ? a32_.data() : abuf_.data());
+    mem_b_ = dnnl::memory(b, onednn_engine(), fp32 ? b32_.data() : bbuf_.data());
+    mem_c_ = dnnl::memory(c, onednn_engine(), fp32 ? c32_.data() : outputs[0].buffer.data());
     details["algorithm"] = std::string("onednn matmul ") + pd.impl_info_str();
   }
 
@@ -157,7 +189,9 @@ class GemmKernel : public Kernel {
   std::int64_t b_, m_, n_, k_;
   bool a_t_ = false, b_t_ = false;
   float scale_a_ = 1, scale_b_ = 1;
-  Buffer abuf_, bbuf_;
+  dt stored_ = dt::f32;     // the operands' storage type (not quantized)
+  bool via_fp32_ = false;  // run as an FP32 matmul on widened or dequantized operands
+  Buffer abuf_, bbuf_, a32_, b32_, c32_;
   QuantizedTensor qa_, qb_;
   dnnl::matmul prim_;
   dnnl::memory mem_a_, mem_b_, mem_c_;
@@ -194,50 +228,10 @@ class Fp64GemmKernel : public Kernel {
   std::int64_t b_, m_, n_, k_;
 };
 
-// Y = Y_in + R·W_hotᵀ in BF16 through oneDNN (sum post-op accumulates into Y in place).
-class HotPatchKernel : public Kernel {
- public:
-  explicit HotPatchKernel(const OpInstance& inst)
-      : t_(shape_value(inst, "tokens")), n_(shape_value(inst, "out")), h_(shape_value(inst, "hot")) {
-    inputs.push_back(make_tensor("R", DType::BF16, {t_, h_}));
-    inputs.push_back(make_tensor("W_hot", DType::BF16, {n_, h_}));
-    inputs.push_back(make_tensor("Y_in", DType::BF16, {t_, n_}));
-    outputs.push_back(make_tensor("Y", DType::BF16, {t_, n_}));
-  }
-  void prepare() override {
-    std::memcpy(outputs[0].buffer.data(), inputs[2].buffer.data(), outputs[0].size() * 2);
-    const auto a = md(1, t_, h_, dt::bf16, false), b = md(1, h_, n_, dt::bf16, true), c = md(1, t_, n_, dt::bf16, false);
-    dnnl::post_ops po;
-    po.append_sum(1.0f);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(po);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine());
-    prim_ = dnnl::matmul(pd);
-    mem_a_ = dnnl::memory(a, engine(), inputs[0].buffer.data());
-    mem_b_ = dnnl::memory(b, engine(), inputs[1].buffer.data());
-    mem_c_ = dnnl::memory(c, engine(), outputs[0].buffer.data());
-    details["algorithm"] = std::string("onednn matmul + sum post-op ") + pd.impl_info_str();
-  }
-  void run() override {
-    dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SRC, mem_a_}, {DNNL_ARG_WEIGHTS, mem_b_}, {DNNL_ARG_DST, mem_c_}});
-    s.wait();
-  }
-
- private:
-  std::int64_t t_, n_, h_;
-  dnnl::matmul prim_;
-  dnnl::memory mem_a_, mem_b_, mem_c_;
-};
-
-// The emulated (quantized) precisions use block_quant_avx2.cpp: only on CPUs with AVX2.
-RAFTER_REGISTER_CPU_KERNEL({"gemm", "cpu.onednn",
-                            [](const OpInstance& i) { return i.precision != "fp64" && (!quantized(i.precision) || cpu_has_avx2()); },
+RAFTER_REGISTER_CPU_KERNEL({"gemm", "cpu.onednn", [](const OpInstance& i) { return i.precision != "fp64"; },
                             [](const OpInstance& i) -> std::unique_ptr<Kernel> { return std::make_unique<GemmKernel>(i); }});
 RAFTER_REGISTER_CPU_KERNEL({"gemm", "cpu.native", [](const OpInstance& i) { return i.precision == "fp64"; },
                             [](const OpInstance& i) -> std::unique_ptr<Kernel> { return std::make_unique<Fp64GemmKernel>(i); }});
-RAFTER_REGISTER_CPU_KERNEL({"hot_channel_patch", "cpu.onednn", [](const OpInstance& i) { return i.precision == "bf16"; },
-                            [](const OpInstance& i) -> std::unique_ptr<Kernel> { return std::make_unique<HotPatchKernel>(i); }});
 
 }  // namespace
 }  // namespace rafter::workloads::cpu

@@ -32,12 +32,16 @@ class GlaKernelBase : public Kernel {
     for (std::int64_t t = 0; t < C_; ++t) {
       const auto kq = kidx(b, t0 + t, h), kv = vidx(b, t0 + t, h);
       float *qt = q + t * dk_, *kt = k + t * dk_, *ct = cum + t * dk_;
-      const float* prev = t ? ct - dk_ : nullptr;
       for (std::int64_t i = 0; i < dk_; ++i) {
         qt[i] = ld(qs, kq + i);
         kt[i] = ld(ks, kq + i);
-        ct[i] = (prev ? prev[i] : 0.0f) + ld(gs, kq + i);
+        ct[i] = ld(gs, kq + i);
       }
+      // A loop of its own rather than `(t ? ct[i - dk] : 0) + g`: GCC turns that select into an
+      // AVX2 masked load from a null pointer (mask all zero for t = 0), which hardware never faults
+      // on but QEMU 7.2 does, and QEMU is how the AVX2 kernels get run on a CPU model without AVX-512.
+      if (t)
+        for (std::int64_t i = 0; i < dk_; ++i) ct[i] += ct[i - dk_];
       for (std::int64_t j = 0; j < dv_; ++j) v[t * dv_ + j] = ld(vs, kv + j);
     }
   }

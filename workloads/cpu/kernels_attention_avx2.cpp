@@ -10,6 +10,7 @@
 #include "avx512_kernels.hpp"
 #include "cpu_kernel.hpp"
 
+RAFTER_CPU_KERNELS_BEGIN
 namespace rafter::workloads::cpu {
 namespace {
 
@@ -263,7 +264,14 @@ class UnfusedKernel : public Kernel {
   int mode_;
 };
 
-bool activation(const OpInstance& i) { return cpu_has_avx2() && is_activation_precision(i); }
+}  // namespace
+}  // namespace rafter::workloads::cpu
+RAFTER_CPU_KERNELS_END
+
+namespace rafter::workloads::cpu {
+namespace {
+
+bool activation(const OpInstance& i) { return kernel_build_runs_here() && is_activation_precision(i); }
 
 RAFTER_REGISTER_CPU_KERNEL({"attention_prefill", "cpu.native", activation, make_typed<AttentionFwdKernel>});
 RAFTER_REGISTER_CPU_KERNEL({"attention_decode", "cpu.native", activation, make_typed<AttentionFwdKernel>});

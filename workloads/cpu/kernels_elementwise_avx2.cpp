@@ -11,6 +11,7 @@
 #include "avx512_kernels.hpp"
 #include "cpu_kernel.hpp"
 
+RAFTER_CPU_KERNELS_BEGIN
 namespace rafter::workloads::cpu {
 namespace {
 
@@ -264,7 +265,14 @@ class RopeKernel : public Kernel {
   std::vector<float> cos_, sin_;
 };
 
-bool activation(const OpInstance& i) { return cpu_has_avx2() && is_activation_precision(i); }
+}  // namespace
+}  // namespace rafter::workloads::cpu
+RAFTER_CPU_KERNELS_END
+
+namespace rafter::workloads::cpu {
+namespace {
+
+bool activation(const OpInstance& i) { return kernel_build_runs_here() && is_activation_precision(i); }
 
 RAFTER_REGISTER_CPU_KERNEL({"rmsnorm", "cpu.native", activation, make_typed<RmsNormKernel>});
 RAFTER_REGISTER_CPU_KERNEL({"swiglu", "cpu.native", activation, make_typed<SwigluKernel>});

@@ -20,11 +20,38 @@
 
 #include "gla_kernel.hpp"
 
+RAFTER_CPU_KERNELS_BEGIN
 namespace rafter::workloads::cpu {
 namespace {
 
 constexpr std::int64_t kSub = 16;  // sub-chunk length of the scores (tokens)
-constexpr int kRows = 6;           // register tile: 6 rows × 16 columns = 12 ymm accumulators
+
+// The tiles' 8-float register: one ymm, or in the baseline build two xmm (16 registers, no FMA:
+// multiply, then add), whence its shorter tile.
+#ifdef RAFTER_CPU_BASELINE
+constexpr int kRows = 3;  // register tile: 3 rows × 16 columns = 12 xmm accumulators
+struct F8 {
+  __m128 lo, hi;
+};
+inline F8 f8_load(const float* p) { return {_mm_loadu_ps(p), _mm_loadu_ps(p + 4)}; }
+inline void f8_store(float* p, F8 v) {
+  _mm_storeu_ps(p, v.lo);
+  _mm_storeu_ps(p + 4, v.hi);
+}
+inline F8 f8_set1(float x) { return {_mm_set1_ps(x), _mm_set1_ps(x)}; }
+inline F8 f8_mul(F8 a, F8 b) { return {_mm_mul_ps(a.lo, b.lo), _mm_mul_ps(a.hi, b.hi)}; }
+inline F8 f8_fmadd(F8 a, F8 b, F8 c) {
+  return {_mm_add_ps(_mm_mul_ps(a.lo, b.lo), c.lo), _mm_add_ps(_mm_mul_ps(a.hi, b.hi), c.hi)};
+}
+#else
+constexpr int kRows = 6;  // register tile: 6 rows × 16 columns = 12 ymm accumulators
+using F8 = __m256;
+inline F8 f8_load(const float* p) { return _mm256_loadu_ps(p); }
+inline void f8_store(float* p, F8 v) { _mm256_storeu_ps(p, v); }
+inline F8 f8_set1(float x) { return _mm256_set1_ps(x); }
+inline F8 f8_mul(F8 a, F8 b) { return _mm256_mul_ps(a, b); }
+inline F8 f8_fmadd(F8 a, F8 b, F8 c) { return _mm256_fmadd_ps(a, b, c); }
+#endif
 
 // One term a·b of a product: a is m×k with element (r, κ) at a[r·a_rs + κ·a_ks] (row- or
 // column-major), b is k×n row-major (ldb). Causal: a is lower-triangular (row r is zero past
@@ -40,16 +67,16 @@ struct Product {
 
 // acc (M rows × 16 columns) += a·b over κ in [0, k_end), a and b already at the tile's corner.
 template <int M>
-[[gnu::always_inline]] inline void tile_terms(__m256 (&acc)[M][2], const float* a, std::int64_t a_rs,
+[[gnu::always_inline]] inline void tile_terms(F8 (&acc)[M][2], const float* a, std::int64_t a_rs,
                                               std::int64_t a_ks, const float* b, std::int64_t ldb,
                                               std::int64_t k_end) {
   for (std::int64_t kk = 0; kk < k_end; ++kk, a += a_ks, b += ldb) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    const F8 b0 = f8_load(b), b1 = f8_load(b + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < M; ++r) {
-      const __m256 x = _mm256_broadcast_ss(a + r * a_rs);
-      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+      const F8 x = f8_set1(a[r * a_rs]);
+      acc[r][0] = f8_fmadd(x, b0, acc[r][0]);
+      acc[r][1] = f8_fmadd(x, b1, acc[r][1]);
     }
   }
 }
@@ -58,13 +85,13 @@ template <int M>
 template <int M>
 inline void tile16(float* c, std::int64_t ldc, const float* scale, const Product* terms, int n_terms,
                    std::int64_t r0, std::int64_t j0) {
-  __m256 acc[M][2];
+  F8 acc[M][2];
   c += r0 * ldc + j0;
 #pragma GCC unroll 8
   for (int r = 0; r < M; ++r) {
-    const __m256 s = scale ? _mm256_set1_ps(scale[r0 + r]) : _mm256_setzero_ps();
-    acc[r][0] = scale ? _mm256_mul_ps(s, _mm256_loadu_ps(c + r * ldc)) : s;
-    acc[r][1] = scale ? _mm256_mul_ps(s, _mm256_loadu_ps(c + r * ldc + 8)) : s;
+    const F8 s = f8_set1(scale ? scale[r0 + r] : 0.0f);
+    acc[r][0] = scale ? f8_mul(s, f8_load(c + r * ldc)) : s;
+    acc[r][1] = scale ? f8_mul(s, f8_load(c + r * ldc + 8)) : s;
   }
   for (int p = 0; p < n_terms; ++p) {
     const Product& t = terms[p];
@@ -73,8 +100,8 @@ inline void tile16(float* c, std::int64_t ldc, const float* scale, const Product
   }
 #pragma GCC unroll 8
   for (int r = 0; r < M; ++r) {
-    _mm256_storeu_ps(c + r * ldc, acc[r][0]);
-    _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
+    f8_store(c + r * ldc, acc[r][0]);
+    f8_store(c + r * ldc + 8, acc[r][1]);
   }
 }
 
@@ -224,9 +251,16 @@ class GlaKernel : public GlaKernelBase {
 
 };
 
+}  // namespace
+}  // namespace rafter::workloads::cpu
+RAFTER_CPU_KERNELS_END
+
+namespace rafter::workloads::cpu {
+namespace {
+
 RAFTER_REGISTER_CPU_KERNEL({"gla_chunked", "cpu.native",
                             [](const OpInstance& i) {
-                              return cpu_has_avx2() && is_activation_precision(i) && i.phase == "fwd";
+                              return kernel_build_runs_here() && is_activation_precision(i) && i.phase == "fwd";
                             },
                             make_typed<GlaKernel>});
 

@@ -14,6 +14,7 @@
 
 #include "gla_kernel.hpp"
 
+RAFTER_CPU_KERNELS_BEGIN
 namespace rafter::workloads::cpu {
 namespace {
 
@@ -182,9 +183,16 @@ class GlaBwdKernel : public GlaKernelBase {
 
 };
 
+}  // namespace
+}  // namespace rafter::workloads::cpu
+RAFTER_CPU_KERNELS_END
+
+namespace rafter::workloads::cpu {
+namespace {
+
 RAFTER_REGISTER_CPU_KERNEL({"gla_chunked", "cpu.native",
                             [](const OpInstance& i) {
-                              return cpu_has_avx2() && is_activation_precision(i) && i.phase == "bwd";
+                              return kernel_build_runs_here() && is_activation_precision(i) && i.phase == "bwd";
                             },
                             make_typed<GlaBwdKernel>});
 

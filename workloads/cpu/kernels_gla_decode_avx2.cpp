@@ -7,6 +7,7 @@
 
 #include "cpu_kernel.hpp"
 
+RAFTER_CPU_KERNELS_BEGIN
 namespace rafter::workloads::cpu {
 namespace {
 
@@ -59,8 +60,15 @@ class GlaDecodeKernel : public Kernel {
   std::int64_t B_, H_, dk_, dv_;
 };
 
+}  // namespace
+}  // namespace rafter::workloads::cpu
+RAFTER_CPU_KERNELS_END
+
+namespace rafter::workloads::cpu {
+namespace {
+
 RAFTER_REGISTER_CPU_KERNEL({"gla_decode", "cpu.native",
-                            [](const OpInstance& i) { return cpu_has_avx2() && is_activation_precision(i); },
+                            [](const OpInstance& i) { return kernel_build_runs_here() && is_activation_precision(i); },
                             make_typed<GlaDecodeKernel>});
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Native CPU kernels of quantize (BF16 → NVFP4 / MXFP4 / FP8, optional RHT and stochastic
-// rounding) and dequantize (→ BF16), built on block_quant. The check decodes the quantized
-// output back to values and compares with the exact FP64 emulation.
+// rounding) and dequantize (→ BF16), built on block_quant (AVX2 or baseline x86-64, whichever fits
+// the CPU). The check decodes the quantized output back to values and compares with the exact FP64
+// emulation.
 #include "block_quant.hpp"
 #include "cpu_kernel.hpp"
 
@@ -54,9 +55,9 @@ class DequantizeKernel : public Kernel {
   QuantizedTensor q_;
 };
 
-RAFTER_REGISTER_CPU_KERNEL({"quantize", "cpu.native", [](const OpInstance&) { return cpu_has_avx2(); },
+RAFTER_REGISTER_CPU_KERNEL({"quantize", "cpu.native", [](const OpInstance&) { return true; },
                             [](const OpInstance& i) -> std::unique_ptr<Kernel> { return std::make_unique<QuantizeKernel>(i); }});
-RAFTER_REGISTER_CPU_KERNEL({"dequantize", "cpu.native", [](const OpInstance&) { return cpu_has_avx2(); },
+RAFTER_REGISTER_CPU_KERNEL({"dequantize", "cpu.native", [](const OpInstance&) { return true; },
                             [](const OpInstance& i) -> std::unique_ptr<Kernel> { return std::make_unique<DequantizeKernel>(i); }});
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "cpu_kernel.hpp"
 #include "rafter/workloads/adamw.hpp"
 
+RAFTER_CPU_KERNELS_BEGIN
 namespace rafter::workloads::cpu {
 namespace {
 
@@ -152,8 +153,8 @@ class AdamwKernel : public Kernel {
     const T* g = inputs[3].as<T>();
     T* copy = outputs[3].as<T>();
     // Pointers copied into the lambda: captured by reference, stores to m/v could alias them and
-    // the loop would not vectorize. sqrt goes through _mm256_sqrt_ps: std::sqrt may set errno, which
-    // keeps the compiler from vectorizing a loop around it.
+    // the loop would not vectorize. sqrt goes through _mm256_sqrt_ps (_mm_sqrt_ps in the baseline
+    // build): std::sqrt may set errno, which keeps the compiler from vectorizing a loop around it.
     if constexpr (has_avx512_rows<T>) {
       if (avx512::available()) {  // chunks of whole 64-byte lines: the copy's streaming stores stay aligned
         const avx512::AdamwConsts k{b1, b2, lr, eps, wd, c1, c2};
@@ -175,7 +176,11 @@ class AdamwKernel : public Kernel {
           den[j] = v[b0 + j] * c2;
         }
         std::int64_t j = 0;
+#ifdef RAFTER_CPU_BASELINE
+        for (; j + 4 <= nb; j += 4) _mm_store_ps(den + j, _mm_sqrt_ps(_mm_load_ps(den + j)));
+#else
         for (; j + 8 <= nb; j += 8) _mm256_store_ps(den + j, _mm256_sqrt_ps(_mm256_load_ps(den + j)));
+#endif
         for (; j < nb; ++j) den[j] = std::sqrt(den[j]);
         for (j = 0; j < nb; ++j) {
           const std::int64_t i = b0 + j;
@@ -191,7 +196,14 @@ class AdamwKernel : public Kernel {
   std::int64_t n_;
 };
 
-bool activation(const OpInstance& i) { return cpu_has_avx2() && is_activation_precision(i); }
+}  // namespace
+}  // namespace rafter::workloads::cpu
+RAFTER_CPU_KERNELS_END
+
+namespace rafter::workloads::cpu {
+namespace {
+
+bool activation(const OpInstance& i) { return kernel_build_runs_here() && is_activation_precision(i); }
 
 RAFTER_REGISTER_CPU_KERNEL({"embedding", "cpu.native", activation, make_typed<EmbeddingKernel>});
 RAFTER_REGISTER_CPU_KERNEL({"cross_entropy", "cpu.native", activation, make_typed<CrossEntropyKernel>});

@@ -18,6 +18,9 @@ struct ComputeRoof {
   bool emulated = false;  // the probe itself ran emulated (e.g. FP4 on sm_90)
   Source source = Source::Measured;
   std::string ceiling_id;
+  // Set where the device has no arithmetic of this precision and the roof is that of the path its
+  // work runs on (the ceiling's params.emulated_via: a CPU without AVX512_BF16 → "fp32").
+  std::string emulated_via;
 };
 
 // One measured read:write mix of a level: read-only (0), triad 2:1 (1/3), copy 1:1 (1/2), write-only (1).

@@ -1,0 +1,37 @@
+// What oneDNN itself says about this CPU, asked directly rather than through rafter, so that the
+// tests of rafter's GEMM paths compare its labels with an independent answer. Ask only after
+// rafter has made its engine (any CPU GEMM): oneDNN fixes its ISA at first use, and rafter's
+// RAFTER_CPU_ISA hold must come first.
+#pragma once
+#include <dnnl.hpp>
+
+namespace rafter::test {
+
+// A BF16 matmul descriptor can be created (oneDNN 2.6: AVX-512 and up).
+inline bool onednn_creates_bf16_matmul() {
+  using dt = dnnl::memory::data_type;
+  try {
+    const dnnl::engine e(dnnl::engine::kind::cpu, 0);
+    const dnnl::memory::desc a({1, 16, 16}, dt::bf16, dnnl::memory::format_tag::abc);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, a, a), e);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+// oneDNN's int8 GEMMs sum exactly: its generated kernels on an ISA with int8 dot products (VNNI),
+// or its reference code where it generates none (below SSE4.1: effective ISA `all`). Its kernels
+// for SSE4.1 up to AVX-512 without VNNI sum pairs of products in saturating int16.
+inline bool onednn_int8_matmul_is_exact() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::all:
+    case dnnl::cpu_isa::avx2_vnni:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_amx: return true;
+    default: return false;
+  }
+}
+
+}  // namespace rafter::test
