@@ -13,23 +13,14 @@ set -uo pipefail
 build=${1:-build-dev}
 out=/tmp/first-contact
 stages=${STAGES:-build tests probe plan train default rows}
-has() { [[ " $stages " == *" $1 "* ]]; }
 mkdir -p "$out"
+# shellcheck disable=SC1091
+source bench/device_prelude.sh
 export PYTHONUNBUFFERED=1
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 finish() { tar czf "${OUT:-/tmp}/first-contact-${stages// /-}.tgz" -C "$out" . 2>/dev/null; stamp "done"; }
 trap finish EXIT
 
-if has build; then
-  export RAFTER_CMAKE_ARGS="${RAFTER_CMAKE_ARGS:-} -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20"
-  # shellcheck disable=SC1091
-  source bench/device_build.sh "$build" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
-  stamp "built"
-else
-  # shellcheck disable=SC1091
-  source bench/gpu_operators_env.sh
-fi
+build_or_env "" || exit 1
 rafter="$PWD/$build/apps/rafter/rafter"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temperature.gpu,memory.free \
   --format=csv,noheader | tee "$out/nvidia-smi.csv"

@@ -9,20 +9,11 @@ build=${1:-build-dev}
 out=/tmp/sustained
 hold=${HOLD:-15}
 stages=${STAGES:-build probe step}
-has() { [[ " $stages " == *" $1 "* ]]; }
 mkdir -p "$out"
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+# shellcheck disable=SC1091
+source bench/device_prelude.sh
 trap 'tar czf "${OUT:-/tmp}/sustained.tgz" -C "$out" . 2>/dev/null' EXIT
-if has build; then
-  export RAFTER_CMAKE_ARGS="${RAFTER_CMAKE_ARGS:-} -DRAFTER_TESTS=OFF -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20"
-  # shellcheck disable=SC1091
-  source bench/device_build.sh "$build" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
-  stamp "built"
-else
-  # shellcheck disable=SC1091
-  source bench/gpu_operators_env.sh
-fi
+build_or_env "-DRAFTER_TESTS=OFF" || exit 1
 rafter="$PWD/$build/apps/rafter/rafter"
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv,noheader
 if has probe; then

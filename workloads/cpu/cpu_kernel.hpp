@@ -276,6 +276,9 @@ static std::unique_ptr<Kernel> make_typed(const OpInstance& inst) {
   }
 }
 bool is_activation_precision(const OpInstance& inst);  // fp32, bf16 or fp16
+// The registration predicate of the activation kernels: an fp32/bf16/fp16 instance, on the CPU this
+// build is the one to run on.
+static inline bool activation_here(const OpInstance& i) { return kernel_build_runs_here() && is_activation_precision(i); }
 
 }  // namespace rafter::workloads::cpu
 

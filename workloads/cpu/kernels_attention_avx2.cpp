@@ -271,14 +271,12 @@ RAFTER_CPU_KERNELS_END
 namespace rafter::workloads::cpu {
 namespace {
 
-bool activation(const OpInstance& i) { return kernel_build_runs_here() && is_activation_precision(i); }
-
-RAFTER_REGISTER_CPU_KERNEL({"attention_prefill", "cpu.native", activation, make_typed<AttentionFwdKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"attention_decode", "cpu.native", activation, make_typed<AttentionFwdKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"attention_backward", "cpu.native", activation, make_typed<AttentionBwdKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"attention_qk", "cpu.native", activation, make_typed<UnfusedKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"attention_softmax", "cpu.native", activation, make_typed<UnfusedKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"attention_pv", "cpu.native", activation, make_typed<UnfusedKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"attention_prefill", "cpu.native", activation_here, make_typed<AttentionFwdKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"attention_decode", "cpu.native", activation_here, make_typed<AttentionFwdKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"attention_backward", "cpu.native", activation_here, make_typed<AttentionBwdKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"attention_qk", "cpu.native", activation_here, make_typed<UnfusedKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"attention_softmax", "cpu.native", activation_here, make_typed<UnfusedKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"attention_pv", "cpu.native", activation_here, make_typed<UnfusedKernel>});
 
 }  // namespace
 }  // namespace rafter::workloads::cpu

@@ -272,14 +272,12 @@ RAFTER_CPU_KERNELS_END
 namespace rafter::workloads::cpu {
 namespace {
 
-bool activation(const OpInstance& i) { return kernel_build_runs_here() && is_activation_precision(i); }
-
-RAFTER_REGISTER_CPU_KERNEL({"rmsnorm", "cpu.native", activation, make_typed<RmsNormKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"swiglu", "cpu.native", activation, make_typed<SwigluKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"residual_add", "cpu.native", activation, make_typed<ResidualKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"softmax", "cpu.native", activation, make_typed<SoftmaxKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"rmsnorm", "cpu.native", activation_here, make_typed<RmsNormKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"swiglu", "cpu.native", activation_here, make_typed<SwigluKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"residual_add", "cpu.native", activation_here, make_typed<ResidualKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"softmax", "cpu.native", activation_here, make_typed<SoftmaxKernel>});
 RAFTER_REGISTER_CPU_KERNEL({"rope", "cpu.native",
-                            [](const OpInstance& i) { return activation(i) && shape_value(i, "head_dim") % 2 == 0; },
+                            [](const OpInstance& i) { return activation_here(i) && shape_value(i, "head_dim") % 2 == 0; },
                             make_typed<RopeKernel>});
 
 }  // namespace

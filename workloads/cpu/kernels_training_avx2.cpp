@@ -203,11 +203,9 @@ RAFTER_CPU_KERNELS_END
 namespace rafter::workloads::cpu {
 namespace {
 
-bool activation(const OpInstance& i) { return kernel_build_runs_here() && is_activation_precision(i); }
-
-RAFTER_REGISTER_CPU_KERNEL({"embedding", "cpu.native", activation, make_typed<EmbeddingKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"cross_entropy", "cpu.native", activation, make_typed<CrossEntropyKernel>});
-RAFTER_REGISTER_CPU_KERNEL({"adamw", "cpu.native", activation, make_typed<AdamwKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"embedding", "cpu.native", activation_here, make_typed<EmbeddingKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"cross_entropy", "cpu.native", activation_here, make_typed<CrossEntropyKernel>});
+RAFTER_REGISTER_CPU_KERNEL({"adamw", "cpu.native", activation_here, make_typed<AdamwKernel>});
 
 }  // namespace
 }  // namespace rafter::workloads::cpu
