@@ -97,7 +97,14 @@ void expect_physics(const rafter::MachineProfile& p) {
   const auto* l2 = find(p, K::Bandwidth, "L2", "load", "core");
   const auto* dram = find(p, K::Bandwidth, "DRAM", "load", "core");
   ASSERT_TRUE(l1 && l2 && dram);
-  EXPECT_GT(l1->figure.value, l2->figure.value);
+  if (l1->isa == "sse" || l1->isa == "scalar") {
+    // 16-byte (or 8-byte) loads cannot outrun what L2 feeds one core on current x86: held to SSE4.1
+    // on a Zen 4, one core read L1 at 102 and L2 at 108 GB/s. There L1 must only not be slower
+    // than L2 beyond noise.
+    EXPECT_GT(l1->figure.value, 0.8 * l2->figure.value);
+  } else {
+    EXPECT_GT(l1->figure.value, l2->figure.value);
+  }
   EXPECT_GT(l2->figure.value, dram->figure.value);
   const auto* lat1 = find(p, K::Latency, "L1", "chase", "core");
   const auto* lat2 = find(p, K::Latency, "L2", "chase", "core");
