@@ -133,10 +133,7 @@ OperatorRecord plan_on_device(const OpInstance& inst, const std::string& device,
   r.backend = backend->name();
   ExecContext ctx;
   ctx.device = device;
-  const auto& op = OperatorRegistry::instance().get(inst.op);
-  const MemoryPlan plan = plan_memory(
-      op, normalize_instance(op, inst), backend->free_memory_bytes(ctx),
-      [backend](const OpInstance& i, double footprint) { return backend->extra_memory_bytes(i, footprint); }, levels);
+  const MemoryPlan plan = plan_memory_on(*backend, inst, backend->free_memory_bytes(ctx), levels);
   if (plan.verdict == MemoryPlan::Verdict::DoesNotFit) r.status = RecordStatus::DoesNotFit;
   r.scaled_from = plan.scaled;
   r.note = plan.note;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "rafter/workloads/backend.hpp"
+
 namespace rafter::workloads {
 namespace {
 
@@ -67,6 +69,14 @@ MemoryPlan plan_memory(const OperatorDef& op, const OpInstance& inst, double fre
                           format_shape(inst.shape), format_gib(plan.needed_bytes), format_gib(free_bytes),
                           axis.empty() ? "" : " (no slice fits either)");
   return plan;
+}
+
+MemoryPlan plan_memory_on(const Backend& backend, const OpInstance& inst, double free_bytes,
+                          const std::vector<MemoryLevel>& levels) {
+  const OperatorDef& op = OperatorRegistry::instance().get(inst.op);
+  return plan_memory(
+      op, normalize_instance(op, inst), free_bytes,
+      [&backend](const OpInstance& i, double footprint) { return backend.extra_memory_bytes(i, footprint); }, levels);
 }
 
 }  // namespace rafter::workloads

@@ -192,9 +192,7 @@ OperatorRecord profile_instance(const OpInstance& inst, const ExecContext& ctx,
     return r;
   }
   r.backend = backend->name();
-  const MemoryPlan plan = plan_memory(
-      op, n, backend->free_memory_bytes(ctx),
-      [backend](const OpInstance& i, double footprint) { return backend->extra_memory_bytes(i, footprint); }, levels);
+  const MemoryPlan plan = plan_memory_on(*backend, n, backend->free_memory_bytes(ctx), levels);
   if (plan.verdict == MemoryPlan::Verdict::DoesNotFit) {
     r.status = RecordStatus::DoesNotFit;
     r.note = plan.note;

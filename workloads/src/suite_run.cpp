@@ -61,10 +61,7 @@ void announce_memory_plan(const std::vector<OpInstance>& instances, const ExecCo
     if (!backend) continue;
     if (free_bytes < 0) free_bytes = backend->free_memory_bytes(ctx);
     if (free_bytes <= 0) return;
-    const auto& op = OperatorRegistry::instance().get(inst.op);
-    const MemoryPlan plan = plan_memory(
-        op, normalize_instance(op, inst), free_bytes,
-        [backend](const OpInstance& i, double footprint) { return backend->extra_memory_bytes(i, footprint); }, levels);
+    const MemoryPlan plan = plan_memory_on(*backend, inst, free_bytes, levels);
     if (plan.verdict != MemoryPlan::Verdict::Fits)
       fmt::print(stderr, "rafter: memory plan: {}\n", plan.note);
   }

@@ -32,6 +32,11 @@ using ExtraBytesFn = std::function<double(const OpInstance& inst, double footpri
 MemoryPlan plan_memory(const OperatorDef& op, const OpInstance& inst, double free_bytes, const ExtraBytesFn& extra,
                        const std::vector<MemoryLevel>& levels);
 
+class Backend;
+// plan_memory for `inst` (normalized here) on `backend`: its extra bytes, and `free_bytes`.
+MemoryPlan plan_memory_on(const Backend& backend, const OpInstance& inst, double free_bytes,
+                          const std::vector<MemoryLevel>& levels);
+
 // Bytes as "12.3 GiB" for notes.
 std::string format_gib(double bytes);
 
