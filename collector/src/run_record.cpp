@@ -35,6 +35,12 @@ double OperatorRecord::total_flops() const {
   return t;
 }
 
+double OperatorRecord::outer_bytes() const {
+  if (const LevelBytes* b = bytes_at("HBM")) return b->bytes;
+  if (const LevelBytes* b = bytes_at("DRAM")) return b->bytes;
+  return compulsory_bytes;
+}
+
 const LevelBytes* OperatorRecord::bytes_at(std::string_view level) const {
   for (const auto& b : bytes)
     if (b.level == level) return &b;

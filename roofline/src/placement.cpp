@@ -202,8 +202,7 @@ RunPlacement place_run(const Run& run, const MachineProfile& machine, std::strin
       roofs = &it->second;
     }
     rp.records.push_back(place_record(r, *roofs));
-    const LevelBytes* outer = r.bytes_at("HBM") ? r.bytes_at("HBM") : r.bytes_at("DRAM");
-    const double flops = r.total_flops() * r.count, bytes = (outer ? outer->bytes : r.compulsory_bytes) * r.count;
+    const double flops = r.total_flops() * r.count, bytes = r.outer_bytes() * r.count;
     rp.step_flops += flops;
     rp.step_outer_bytes += bytes;
     if (rp.records.back().timed) {

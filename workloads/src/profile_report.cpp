@@ -12,12 +12,6 @@
 namespace rafter::workloads {
 namespace {
 
-double outer_bytes(const OperatorRecord& r) {
-  for (const auto& b : r.bytes)
-    if (b.level == "DRAM" || b.level == "HBM") return b.bytes;
-  return r.compulsory_bytes;
-}
-
 std::string link_bytes(const OperatorRecord& r) {
   for (const auto& b : r.bytes)
     if (b.level == "nvlink" || b.level == "network" || b.level == "pcie") return fmt::format("{} {:.3g} GB", b.level, b.bytes * r.count / 1e9);
@@ -70,7 +64,7 @@ std::string plan_table(const Run& run) {
   std::vector<std::vector<std::string>> rows = {{"label", "operator", "phase", "shape", "precision", "backend",
                                                  "count", "GFLOP/step", "share", "GB/step", "FLOP/B", "link"}};
   for (const auto& r : run.records) {
-    const double f = r.total_flops() * r.count, b = outer_bytes(r) * r.count;
+    const double f = r.total_flops() * r.count, b = r.outer_bytes() * r.count;
     std::string backend = r.status == RecordStatus::Planned ? r.backend : status_text(r);
     if (r.scaled_from) backend += fmt::format(" (slice {}={})", r.scaled_from->axis, r.scaled_from->slice);
     rows.push_back({r.label, r.op, r.phase, short_shape(r), r.precision, backend.empty() ? "-" : backend,
@@ -99,7 +93,7 @@ std::string plan_csv(const Run& run) {
     out += fmt::format("{},{},{},{},{},{},{:.17g},{:.17g},{:.6g},{:.17g},{:.17g},{:.17g},{}\n", csv_quote(r.label), r.op,
                        r.phase, csv_quote(format_shape(r.shape)), r.precision, r.count, r.total_flops(),
                        r.total_flops() * r.count, totals.flops > 0 ? r.total_flops() * r.count / totals.flops : 0.0,
-                       outer_bytes(r), r.compulsory_bytes, link,
+                       r.outer_bytes(), r.compulsory_bytes, link,
                        r.status == RecordStatus::Planned ? r.backend : status_text(r));
   }
   return out;
@@ -118,7 +112,7 @@ std::string run_table(const Run& run) {
       step = sig4(s * r.count * 1e3);
       share = totals.seconds > 0 ? fmt::format("{:.1f}%", 100 * s * r.count / totals.seconds) : "-";
       flops = sig4(r.total_flops() / s / 1e9);
-      gbs = sig4(outer_bytes(r) / s / 1e9);
+      gbs = sig4(r.outer_bytes() / s / 1e9);
     }
     std::string check = r.check.ran ? fmt::format("{:.1e}/{:.0e}", r.check.error, r.check.tolerance) : "-";
     std::string status = status_text(r) + (r.scaled_from ? " (scaled)" : "");
@@ -159,7 +153,7 @@ std::string run_csv(const Run& run) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{:.17g},{:.17g},{:.3g},{:.3g},{},{}\n",
                        csv_quote(r.label), r.op, r.phase, csv_quote(format_shape(r.shape)), r.precision, r.emulated_via,
                        r.backend, status_text(r), r.count, f.stats.median, f.stats.min, f.stats.max, f.stats.samples,
-                       r.total_flops(), outer_bytes(r), r.check.error, r.check.tolerance, csv_quote(scaled),
+                       r.total_flops(), r.outer_bytes(), r.check.error, r.check.tolerance, csv_quote(scaled),
                        csv_quote(r.note));
   }
   return out;

@@ -146,10 +146,7 @@ Run run_suite(const SuiteConfig& config, const ExecContext& ctx) {
 StepTotals step_totals(const Run& run) {
   StepTotals t;
   for (const auto& r : run.records) {
-    const double flops = r.total_flops() * r.count;
-    double outer = 0;
-    for (const auto& b : r.bytes)
-      if (b.level == "DRAM" || b.level == "HBM") outer += b.bytes * r.count;
+    const double flops = r.total_flops() * r.count, outer = r.outer_bytes() * r.count;
     t.flops += flops;
     t.bytes_outer += outer;
     if (r.time && (r.status == RecordStatus::Ok || r.status == RecordStatus::Invalid)) {

@@ -76,6 +76,8 @@ struct OperatorRecord {
 
   double total_flops() const;
   const LevelBytes* bytes_at(std::string_view level) const;
+  // Bytes per call at the outermost level (HBM, else DRAM), else the compulsory bytes.
+  double outer_bytes() const;
 };
 
 struct Run {
