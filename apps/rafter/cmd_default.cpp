@@ -8,7 +8,9 @@
 #include "commands.hpp"
 #include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/interrupt.hpp"
 #include "rafter/collector/json_io.hpp"
+#include "rafter/collector/output_lock.hpp"
 #include "rafter/probes/probe.hpp"
 #include "rafter/roofline/html.hpp"
 #include "rafter/roofline/outputs.hpp"
@@ -56,6 +58,16 @@ Run profile_default_mix(const std::string& device) {
   Run merged;
   nlohmann::json parts = nlohmann::json::array();
   for (const auto& config : default_suites(device)) {
+    if (!merged.interrupted.empty()) {  // a suite after the interrupt: every record not run
+      for (auto& r : workloads::plan_suite(config, workloads::device_memory_levels(device)).records) {
+        r.label = config.phase + "." + (r.label.empty() ? r.op : r.label);
+        r.device = device;
+        r.status = RecordStatus::NotRun;
+        r.note = fmt::format("not run: {} stopped the run", merged.interrupted);
+        merged.records.push_back(std::move(r));
+      }
+      continue;
+    }
     fmt::print("rafter: profiling {} {} (batch {}, {} tokens) on {}\n", config.model, config.phase, config.batch,
                config.phase == "decode" ? config.kv_len : config.seq, device);
     Run part = workloads::run_suite(config, ctx);
@@ -65,6 +77,7 @@ Run profile_default_mix(const std::string& device) {
     }
     parts.push_back(part.suite);
     if (merged.device.id.empty()) merged.device = part.device;
+    merged.interrupted = part.interrupted;
   }
   merged.rafter_version = rafter_version();
   merged.timestamp = utc_timestamp();
@@ -82,6 +95,8 @@ int run_default_job(const std::string& out_dir) {
   fs::create_directories(dir, ec);
   if (ec) throw InputError(fmt::format("cannot create the output folder {}: {}", dir.string(), ec.message()));
   check_writable(dir / "machine.json");  // fail before minutes of measuring, not after
+  const OutputLock lock_machine(dir / "machine.json"), lock_run(dir / "run.json");
+  const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   const std::string device = best_device();
   fmt::print("rafter: characterizing {} (quick)\n", device == "cpu" ? "the CPU" : device);
   probes::ProbeOptions options;
@@ -89,8 +104,14 @@ int run_default_job(const std::string& out_dir) {
   options.policy = RepeatPolicy::quick();
   MachineProfile machine = probes::characterize(device, options);
   write_file_atomic(dir / "machine.json", to_json(machine).dump(2) + "\n");
+  if (!machine.interrupted.empty())
+    throw interrupted_status(fmt::format("wrote {} with the ceilings of the probes that finished; nothing profiled",
+                                         (dir / "machine.json").string()));
   Run run = profile_default_mix(device);
   write_file_atomic(dir / "run.json", to_json(run).dump(2) + "\n");
+  if (!run.interrupted.empty())
+    throw interrupted_status(fmt::format("wrote {} and {} (its unfinished records marked not run); no charts",
+                                         (dir / "machine.json").string(), (dir / "run.json").string()));
   roofline::RunPlacement rp = roofline::place_run(run, machine, "run.json");
   const std::string report = roofline::format_report_table(rp);
   write_file_atomic(dir / "report.txt", report);

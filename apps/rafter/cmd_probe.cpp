@@ -6,7 +6,9 @@
 
 #include "commands.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/interrupt.hpp"
 #include "rafter/collector/json_io.hpp"
+#include "rafter/collector/output_lock.hpp"
 #include "rafter/collector/text_table.hpp"
 #include "rafter/probes/probe.hpp"
 
@@ -106,10 +108,16 @@ void run_probe(ProbeArgs& a) {
   if (!a.max_working_set.empty()) a.options.max_working_set_bytes = parse_bytes(a.max_working_set);
   if (a.options.quick) a.options.policy = RepeatPolicy::quick();
   check_writable(a.output);  // fail before minutes of measuring, not after
+  const OutputLock lock(a.output);  // one measuring run per output file
+  const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   const MachineProfile profile = probes::characterize(a.device, a.options);
   write_file_atomic(a.output, to_json(profile).dump(2) + "\n");
   print_table(profile);
   fmt::print("\nwrote {}\n", a.output);
+  if (!profile.interrupted.empty())
+    throw interrupted_status(fmt::format("wrote {} with {} ceiling(s) of the probes that finished; not run: {}",
+                                         a.output, profile.ceilings.size(),
+                                         profile.conditions.value("probes_not_run", nlohmann::json::array()).dump()));
 }
 
 }  // namespace

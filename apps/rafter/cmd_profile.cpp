@@ -3,14 +3,17 @@
 // writes run.json. --list shows the catalogue, backends, models and recipes.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <regex>
 
 #include "commands.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/interrupt.hpp"
 #include "rafter/collector/json_io.hpp"
 #include "rafter/collector/machine_profile.hpp"
+#include "rafter/collector/output_lock.hpp"
 #include "rafter/workloads/memory_plan.hpp"
 #include "rafter/workloads/profile_report.hpp"
 #include "rafter/workloads/suite.hpp"
@@ -171,6 +174,9 @@ void run_profile(const ProfileArgs& a) {
     emit(out, run, true);
     return;
   }
+  std::optional<OutputLock> lock;  // one measuring run per output file
+  if (!out.output.empty()) lock.emplace(out.output);
+  InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   ExecContext ctx;
   ctx.device = a.device;
   ctx.policy = a.quick ? RepeatPolicy::quick() : RepeatPolicy{};
@@ -184,12 +190,18 @@ void run_profile(const ProfileArgs& a) {
   if (!a.op.empty() && run.records.size() == 1 && run.records.front().status == RecordStatus::DoesNotFit)
     throw InputError(run.records.front().note);
   emit(out, run, false);
+  if (!run.interrupted.empty()) {
+    const auto not_run = std::count_if(run.records.begin(), run.records.end(),
+                                       [](const OperatorRecord& r) { return r.status == RecordStatus::NotRun; });
+    throw interrupted_status(fmt::format("wrote {} with {} finished record(s); {} not run", out.output,
+                                         run.records.size() - std::size_t(not_run), not_run));
+  }
   const auto totals = step_totals(run);
   if (totals.invalid || totals.failed) {
     std::fflush(stdout);
     fmt::print(stderr, "rafter: error: {} operator(s) failed their correctness check or did not run (see {})\n",
                totals.invalid + totals.failed, out.output);
-    std::exit(1);  // the CLI's verdict: results are written, but the run is not trustworthy
+    throw ExitStatus{1};  // the CLI's verdict: results are written, but the run is not trustworthy
   }
 }
 

@@ -2,8 +2,20 @@
 // callback does the work by calling the libraries. Errors are thrown (InputError → exit 2).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace rafter::cli {
+
+// Thrown by a verb that has written its results but must still end with a non-zero status: main
+// returns `code` after the stack has unwound (output locks released). 1: a record failed; 128 + N:
+// signal N interrupted the measurement.
+struct ExitStatus {
+  int code = 1;
+};
+
+// After an interrupted measurement was written: one line on stderr saying what was kept, and the
+// ExitStatus of a process ended by that signal (130 for SIGINT, 143 for SIGTERM) to throw.
+ExitStatus interrupted_status(const std::string& what_was_kept);
 
 void add_topology_command(CLI::App& app);  // rafter topology [--json]
 void add_probe_command(CLI::App& app);     // rafter probe --device cpu|cuda[:N]

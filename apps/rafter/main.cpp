@@ -8,6 +8,16 @@
 #include "rafter/collector/cpu_isa.hpp"
 #include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/interrupt.hpp"
+
+namespace rafter::cli {
+ExitStatus interrupted_status(const std::string& what_was_kept) {
+  const int sig = interrupt_signal();
+  std::fflush(stdout);
+  fmt::print(stderr, "rafter: interrupted by {}: {}\n", signal_name(sig), what_was_kept);
+  return ExitStatus{interrupted_exit_code(sig)};
+}
+}  // namespace rafter::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"rafter — hierarchical roofline profiler for machines that train and serve LLMs.\n"
@@ -27,6 +37,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) return rafter::cli::run_default_job(out_dir);
     return 0;
+  } catch (const rafter::cli::ExitStatus& e) {
+    return e.code;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

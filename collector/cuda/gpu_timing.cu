@@ -12,6 +12,7 @@
 
 #include "nvml_runtime.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/interrupt.hpp"
 
 namespace rafter::gpu {
 namespace {
@@ -92,6 +93,7 @@ bool capture(Resources& r, const LaunchFn& launch, int n) {
 }
 
 bool keep_sampling(const RepeatPolicy& p, std::size_t count, double total_seconds) {
+  throw_if_interrupted();  // an interrupt abandons this measurement at its next sample
   if (count < std::size_t(p.min_repeats)) return true;
   if (count >= std::size_t(p.max_repeats)) return false;
   if (total_seconds >= p.max_total_seconds) return false;
@@ -205,10 +207,28 @@ struct ReadFlush {
   int blocks = 0;
 };
 
+// One flush buffer per device for the process's life, freed at exit: this object is built after the
+// CUDA runtime initialised, so it is destroyed before the runtime's own teardown (memcheck's leak
+// check then finds nothing left).
+struct ReadFlushCache {
+  std::map<int, ReadFlush> states;
+  ~ReadFlushCache() {
+    for (auto& [device, s] : states) {
+      cudaSetDevice(device);
+      cudaFree(s.buffer);
+      cudaFree(s.sink);
+    }
+  }
+};
+
 const ReadFlush& read_flush_state(int device) {
   static std::mutex mutex;
-  static std::map<int, ReadFlush> states;
   std::lock_guard lock(mutex);
+  static ReadFlushCache cache = [] {
+    check(cudaFree(nullptr), "CUDA runtime initialisation");  // the runtime first, then this cache
+    return ReadFlushCache{};
+  }();
+  auto& states = cache.states;
   auto it = states.find(device);
   if (it != states.end()) return it->second;
   int l2 = 0, sms = 0;

@@ -112,15 +112,17 @@ json to_json(const MachineProfile& p) {
   for (const auto& d : p.devices) devices.push_back(to_json(d));
   for (const auto& c : p.ceilings) ceilings.push_back(to_json(c));
   for (const auto& s : p.sweeps) sweeps.push_back(to_json(s));
-  return {{"schema", {{"name", kMachineSchemaName}, {"version", kMachineSchemaVersion}}},
-          {"rafter_version", p.rafter_version},
-          {"timestamp", p.timestamp},
-          {"host", p.host},
-          {"devices", devices},
-          {"ceilings", ceilings},
-          {"sweeps", sweeps},
-          {"topology", p.topology},
-          {"conditions", p.conditions}};
+  json j = {{"schema", {{"name", kMachineSchemaName}, {"version", kMachineSchemaVersion}}},
+            {"rafter_version", p.rafter_version},
+            {"timestamp", p.timestamp},
+            {"host", p.host},
+            {"devices", devices},
+            {"ceilings", ceilings},
+            {"sweeps", sweeps},
+            {"topology", p.topology},
+            {"conditions", p.conditions}};
+  if (!p.interrupted.empty()) j["interrupted"] = p.interrupted;
+  return j;
 }
 
 namespace {
@@ -233,6 +235,7 @@ MachineProfile machine_profile_from_json(const json& j, std::string_view origin)
     for (std::size_t i = 0; i < r.array("sweeps").size(); ++i) p.sweeps.push_back(sweep_from_json(r.element("sweeps", i)));
   if (r.has("topology")) p.topology = j.at("topology");
   if (r.has("conditions")) p.conditions = j.at("conditions");
+  p.interrupted = r.string_or("interrupted", "");
   return p;
 }
 

@@ -5,17 +5,33 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace rafter {
 
+namespace {
+Progress::Mode mode_from_environment() {
+  const char* v = std::getenv("RAFTER_PROGRESS");
+  const std::string_view mode = v ? v : "";
+  if (mode == "lines") return Progress::Mode::Lines;
+  if (mode == "off") return Progress::Mode::Off;
+  return isatty(STDERR_FILENO) != 0 ? Progress::Mode::Bar : Progress::Mode::Off;
+}
+}  // namespace
+
 Progress::Progress(std::string title, std::size_t total)
-    : title_(std::move(title)), total_(total == 0 ? 1 : total), enabled_(isatty(STDERR_FILENO) != 0) {}
+    : title_(std::move(title)), total_(total == 0 ? 1 : total), mode_(mode_from_environment()) {}
 
 Progress::~Progress() { finish(); }
 
 void Progress::step(const std::string& what) {
   ++done_;
-  if (!enabled_) return;
+  if (mode_ == Mode::Lines) {
+    fmt::print(stderr, "{} {}/{} {}\n", title_, done_, total_, what);
+    std::fflush(stderr);
+  }
+  if (mode_ != Mode::Bar) return;
   constexpr int kWidth = 28;
   const double frac = static_cast<double>(done_ > total_ ? total_ : done_) / static_cast<double>(total_);
   const int filled = static_cast<int>(frac * kWidth);
@@ -29,7 +45,7 @@ void Progress::step(const std::string& what) {
 void Progress::finish() {
   if (finished_) return;
   finished_ = true;
-  if (enabled_ && done_ > 0) {
+  if (mode_ == Mode::Bar && done_ > 0) {
     fmt::print(stderr, "\r\033[2K");
     std::fflush(stderr);
   }

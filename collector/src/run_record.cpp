@@ -17,16 +17,17 @@ std::string_view to_string(RecordStatus s) {
     case RecordStatus::Planned: return "planned";
     case RecordStatus::Failed: return "failed";
     case RecordStatus::DoesNotFit: return "does_not_fit";
+    case RecordStatus::NotRun: return "not_run";
   }
   return "ok";
 }
 
 RecordStatus record_status_from_string(std::string_view s) {
   for (RecordStatus v : {RecordStatus::Ok, RecordStatus::Invalid, RecordStatus::NoBackend, RecordStatus::Planned,
-                         RecordStatus::Failed, RecordStatus::DoesNotFit})
+                         RecordStatus::Failed, RecordStatus::DoesNotFit, RecordStatus::NotRun})
     if (to_string(v) == s) return v;
-  throw FormatError(
-      fmt::format("unknown status '{}' (ok, invalid, no_backend, planned, failed, does_not_fit)", s));
+  throw FormatError(fmt::format(
+      "unknown status '{}' (ok, invalid, no_backend, planned, failed, does_not_fit, not_run)", s));
 }
 
 double OperatorRecord::total_flops() const {
@@ -83,14 +84,16 @@ json to_json(const OperatorRecord& r) {
 json to_json(const Run& r) {
   json records = json::array();
   for (const auto& rec : r.records) records.push_back(to_json(rec));
-  return {{"schema", {{"name", kRunSchemaName}, {"version", kRunSchemaVersion}}},
-          {"rafter_version", r.rafter_version},
-          {"timestamp", r.timestamp},
-          {"host", r.host},
-          {"device", to_json(r.device)},
-          {"suite", r.suite},
-          {"conditions", r.conditions},
-          {"records", records}};
+  json j = {{"schema", {{"name", kRunSchemaName}, {"version", kRunSchemaVersion}}},
+            {"rafter_version", r.rafter_version},
+            {"timestamp", r.timestamp},
+            {"host", r.host},
+            {"device", to_json(r.device)},
+            {"suite", r.suite},
+            {"conditions", r.conditions},
+            {"records", records}};
+  if (!r.interrupted.empty()) j["interrupted"] = r.interrupted;
+  return j;
 }
 
 namespace {
@@ -171,6 +174,7 @@ Run run_from_json(const json& j, std::string_view origin) {
   run.device = device_from_json(r.object("device").raw(), fmt::format("{}.device", origin));
   if (r.has("suite")) run.suite = r.object("suite").raw();
   if (r.has("conditions")) run.conditions = r.object("conditions").raw();
+  run.interrupted = r.string_or("interrupted", "");
   for (std::size_t i = 0; i < r.array("records").size(); ++i) run.records.push_back(record_from_json(r.element("records", i)));
   return run;
 }

@@ -3,11 +3,14 @@
 
 #include <cstring>
 
+#include "rafter/collector/interrupt.hpp"
+
 namespace rafter {
 
 Summary measure_seconds(const RepeatPolicy& policy, const std::function<void()>& body,
                         const std::function<void()>& before_each) {
   for (int i = 0; i < policy.warmup; ++i) {
+    throw_if_interrupted();
     if (before_each) before_each();
     body();
   }
@@ -20,6 +23,7 @@ Summary measure_seconds(const RepeatPolicy& policy, const std::function<void()>&
     if (n >= policy.min_repeats &&
         (measured >= policy.min_total_seconds || now_seconds() - start >= policy.max_total_seconds))
       break;
+    throw_if_interrupted();  // an interrupt abandons this measurement at its next repeat
     if (before_each) before_each();
     const double t0 = now_seconds();
     body();

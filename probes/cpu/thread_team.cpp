@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "../src/hwloc_topology.hpp"
+#include "rafter/collector/interrupt.hpp"
 
 namespace rafter::probes::cpu {
 
@@ -60,7 +61,10 @@ TeamSample team_sample(ThreadTeam& team, const std::function<void(int)>& fn) {
 
 Summary measure_team_seconds(const RepeatPolicy& policy, ThreadTeam& team, const std::function<void(int)>& fn,
                              double* min_overlap) {
-  for (int i = 0; i < policy.warmup; ++i) team_sample(team, fn);
+  for (int i = 0; i < policy.warmup; ++i) {
+    throw_if_interrupted();
+    team_sample(team, fn);
+  }
   std::vector<double> samples;
   double measured = 0, worst = 1;
   const double begin = now_seconds();
@@ -69,6 +73,7 @@ Summary measure_team_seconds(const RepeatPolicy& policy, ThreadTeam& team, const
     if (n >= policy.min_repeats &&
         (measured >= policy.min_total_seconds || now_seconds() - begin >= policy.max_total_seconds))
       break;
+    throw_if_interrupted();  // between samples, on the driving thread: the team is idle
     const TeamSample s = team_sample(team, fn);
     samples.push_back(s.seconds);
     worst = std::min(worst, s.overlap);

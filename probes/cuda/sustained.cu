@@ -7,6 +7,7 @@
 #include "cuda_util.hpp"
 #include "gpu_model.hpp"
 #include "rafter/collector/gpu_timing.hpp"
+#include "rafter/collector/interrupt.hpp"
 
 namespace rafter::probes::cuda {
 namespace {
@@ -33,7 +34,7 @@ Ceiling hold_ceiling(const Ceiling& burst, const std::function<void(cudaStream_t
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const gpu::Clocks first = gpu::read_clocks(device);
-  while (elapsed() < seconds) {
+  while (elapsed() < seconds && !interrupt_requested()) {
     check(cudaEventRecord(start, stream), "cudaEventRecord");
     launch(stream);
     check(cudaEventRecord(stop, stream), "cudaEventRecord");
@@ -47,6 +48,7 @@ Ceiling hold_ceiling(const Ceiling& burst, const std::function<void(cudaStream_t
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
+  throw_if_interrupted();  // a hold cut short is not a sustained figure
   const gpu::Clocks last = gpu::read_clocks(device);
   std::vector<double> rates, clocks, watts, celsius;
   nlohmann::json trace = nlohmann::json::array();

@@ -8,6 +8,7 @@
 #include "rafter/collector/counters.hpp"
 #include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/interrupt.hpp"
 #include "rafter/probes/probe.hpp"
 #include "rafter/probes/topology.hpp"
 
@@ -50,6 +51,29 @@ MachineProfile empty_profile(const ProbeOptions& options) {
   return profile;
 }
 
+// Runs the probes on one device into `profile`. An interrupt abandons the probe in progress (its
+// partial ceilings and sweeps are dropped: a ceiling from half a sweep would be wrong) and lists it
+// and the probes after it in conditions.probes_not_run. Returns false once interrupted.
+bool run_probes(const std::vector<ProbeInfo>& probes, const ProbeOptions& options, const Device& device,
+                MachineProfile& profile) {
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    const std::size_t ceilings = profile.ceilings.size(), sweeps = profile.sweeps.size();
+    try {
+      throw_if_interrupted();
+      probes[i].run(options, device, profile);
+    } catch (const Interrupted& e) {
+      profile.ceilings.resize(ceilings);
+      profile.sweeps.resize(sweeps);
+      profile.interrupted = signal_name(e.signal);
+      auto& not_run = profile.conditions["probes_not_run"];
+      if (!not_run.is_array()) not_run = nlohmann::json::array();
+      for (std::size_t k = i; k < probes.size(); ++k) not_run.push_back(fmt::format("{} on {}", probes[k].name, device.id));
+      return false;
+    }
+  }
+  return true;
+}
+
 std::vector<ProbeInfo> probes_or_throw(std::string_view kind, const ProbeOptions& options) {
   auto probes = select_probes(kind, options.filter);
   if (probes.empty())
@@ -68,7 +92,7 @@ MachineProfile characterize_cpu(const ProbeOptions& options) {
   MachineProfile profile = empty_profile(options);
   profile.topology = topology_summary();
   profile.devices.push_back(cpu);
-  for (const ProbeInfo& p : probes) p.run(options, cpu, profile);
+  run_probes(probes, options, cpu, profile);
   profile.conditions["probes"] = nlohmann::json::array();
   for (const ProbeInfo& p : probes) profile.conditions["probes"].push_back(p.name);
   return profile;
@@ -104,9 +128,12 @@ MachineProfile characterize(std::string_view spec, const ProbeOptions& options) 
   const auto probes = probes_or_throw("cuda", options);
   MachineProfile profile = empty_profile(options);
   profile.topology = topology_summary();
-  for (const Device& gpu : gpus) {
-    profile.devices.push_back(gpu);
-    for (const ProbeInfo& p : probes) p.run(options, gpu, profile);
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    profile.devices.push_back(gpus[g]);
+    if (run_probes(probes, options, gpus[g], profile)) continue;
+    for (std::size_t k = g + 1; k < gpus.size(); ++k)  // the GPUs after it: every probe not run
+      for (const ProbeInfo& p : probes) profile.conditions["probes_not_run"].push_back(fmt::format("{} on {}", p.name, gpus[k].id));
+    break;
   }
   return profile;
 }

@@ -186,6 +186,7 @@ RunPlacement place_run(const Run& run, const MachineProfile& machine, std::strin
   rp.run_name = std::move(run_name);
   rp.run_host = run.host;
   rp.run_timestamp = run.timestamp;
+  rp.interrupted = run.interrupted;
   rp.suite = run.suite;
   std::string device = run.device.id;
   if (device.empty() && !run.records.empty()) device = run.records.front().device;

@@ -1,6 +1,8 @@
 // Console table, CSV and JSON of a run's placement.
 #include "rafter/roofline/report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "rafter/collector/text_table.hpp"
@@ -20,6 +22,7 @@ std::string untimed_text(const Placement& p) {
     case RecordStatus::NoBackend: return "no backend";
     case RecordStatus::Failed: return "failed";
     case RecordStatus::DoesNotFit: return "does not fit";
+    case RecordStatus::NotRun: return "not run";
     default: return "no time";
   }
 }
@@ -102,6 +105,11 @@ std::string format_report_footer(const RunPlacement& rp) {
                        format_si(rp.timed_step_flops, "FLOP"), format_si(rp.step_flops, "FLOP"),
                        format_seconds(rp.step_seconds));
   out += launch_floor_text(rp);
+  if (!rp.interrupted.empty()) {
+    const auto not_run = std::count_if(rp.records.begin(), rp.records.end(),
+                                       [](const Placement& p) { return p.status == RecordStatus::NotRun; });
+    out += fmt::format("interrupted by {}: {} record(s) not run; the step above is partial\n", rp.interrupted, not_run);
+  }
   if (rp.untimed_records > 0) {
     out += fmt::format("{} record(s) without a measured time: their roof floors are shown instead\n",
                        rp.untimed_records);

@@ -2,6 +2,10 @@
 // (runs only where a GPU is present; bench/gpu_sanitize.sh runs it under compute-sanitizer).
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
+#include "rafter/collector/error.hpp"
 #include "rafter/workloads/backend.hpp"
 
 #if RAFTER_HAVE_CUDA
@@ -39,6 +43,7 @@ std::vector<Case> cases() {
       {"rope", "fwd", "bf16", {{"tokens", 40}, {"heads", 64}, {"head_dim", 128}, {"seq", 4096}}},
       {"rope", "fwd", "bf16", {{"tokens", 8192}, {"heads", 5}, {"head_dim", 128}, {"seq", 4096}}},  // all heads a thread
       {"residual_add", "fwd", "bf16", {{"tokens", 8}, {"hidden", 300}}},
+      {"residual_add", "bwd", "bf16", {{"tokens", 8}, {"hidden", 300}}},
       {"embedding", "fwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},
       {"embedding", "bwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},
       {"embedding", "bwd", "bf16", {{"tokens", 3000}, {"hidden", 1024}, {"vocab", 50}}},  // many duplicates
@@ -48,6 +53,10 @@ std::vector<Case> cases() {
       {"adamw", "step", "bf16", {{"params", 1000}}},
       {"attention_qk", "fwd", "bf16", gemm_piece},
       {"attention_pv", "fwd", "bf16", gemm_piece},
+      {"attention_qk", "fwd", "fp16", gemm_piece},
+      {"attention_pv", "fwd", "fp16", gemm_piece},
+      {"attention_qk", "fwd", "fp32", gemm_piece},
+      {"attention_pv", "fwd", "fp32", gemm_piece},
       {"attention_prefill", "fwd", "bf16", prefill},
       {"attention_decode", "fwd", "bf16", dec},
   };
@@ -81,6 +90,28 @@ TEST(GpuKernelsCuda, EveryKernelMatchesTheReference) {
     std::printf("check %-18s %-10s %-14s error %.3e tolerance %.1e %s\n", c.op, c.phase, c.precision, r.check.error,
                 r.check.tolerance, r.check.passed ? "pass" : "FAIL");
   }
+}
+
+// A GPU kernel that no case above reaches would escape both its check and compute-sanitizer
+// (bench/gpu_sanitize.sh runs this test under memcheck, racecheck and initcheck): every
+// operator, phase and precision that some CUDA backend runs at its default shape must be a case.
+TEST(GpuKernelsCuda, EveryCudaBackendPathIsACase) {
+  std::set<std::string> covered;
+  for (const Case& c : cases()) covered.insert(std::string(c.op) + " " + c.phase + " " + c.precision);
+  for (const OperatorDef* op : OperatorRegistry::instance().all())
+    for (const std::string& phase : op->phases())
+      for (const std::string& precision : op->precisions()) {
+        OpInstance i;
+        i.op = op->name(), i.phase = phase, i.precision = precision;
+        try {
+          i = normalize_instance(*op, i);
+        } catch (const rafter::InputError&) {
+          continue;  // not a valid combination at the defaults
+        }
+        if (BackendRegistry::instance().find("cuda", i) == nullptr) continue;
+        const std::string key = op->name() + " " + phase + " " + precision;
+        EXPECT_TRUE(covered.count(key)) << key << " runs on a CUDA backend but is not a case of the kernel check";
+      }
 }
 
 #else

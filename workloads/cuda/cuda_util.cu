@@ -10,9 +10,27 @@
 
 namespace rafter::workloads::cuda {
 
+namespace {
+// Errors after which the process's CUDA context is unusable: every later call fails the same way.
+bool is_sticky(cudaError_t status) {
+  switch (status) {
+    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction: case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc: case cudaErrorAssert: case cudaErrorECCUncorrectable: case cudaErrorLaunchTimeout:
+    case cudaErrorDevicesUnavailable: case cudaErrorNoDevice:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    throw InputError(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+  if (status == cudaSuccess) return;
+  std::string message = std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status);
+  if (is_sticky(status))
+    message += " (the GPU context is lost: the operators after this one fail too; restart rafter)";
+  throw InputError(message);
 }
 
 std::size_t dtype_bytes(DType t) {

@@ -37,6 +37,7 @@ DeviceTensor& DeviceProblem::in_out(std::size_t index, DType t, std::size_t coun
 
 DeviceTensor& DeviceProblem::scratch(DType t, std::size_t count) {
   tensors_.push_back(alloc_tensor(t, count));
+  poison(tensors_.back());  // like an output: a piece that leaves part of it unwritten fails the check
   return tensors_.back();
 }
 

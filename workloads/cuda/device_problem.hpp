@@ -1,6 +1,6 @@
 // Device tensors for one operator instance: either the check problem's FP64 inputs (rounded in
 // place to the device's storage type first, so the FP64 reference sees what the GPU sees) or, for
-// timing at full size, random data generated on the GPU. Outputs are poisoned (NaN) first.
+// timing at full size, random data generated on the GPU. Outputs and scratch are poisoned (NaN) first.
 #pragma once
 #include <deque>
 #include <string>

@@ -44,6 +44,7 @@ std::string status_text(const OperatorRecord& r) {
     case RecordStatus::Failed: return "FAILED";
     case RecordStatus::Planned: return "planned";
     case RecordStatus::DoesNotFit: return "does_not_fit";
+    case RecordStatus::NotRun: return "not_run";
   }
   return "";
 }
@@ -137,6 +138,8 @@ std::string run_table(const Run& run) {
     out += fmt::format("{} operator(s) timed on a slice that fits and scaled by bytes (see scaled_from)\n", totals.scaled);
   if (totals.invalid) out += fmt::format("{} operator(s) FAILED their correctness check (status INVALID)\n", totals.invalid);
   if (totals.failed) out += fmt::format("{} operator(s) failed to run (status FAILED)\n", totals.failed);
+  if (totals.not_run)
+    out += fmt::format("{} operator(s) not run: {} stopped the run (status not_run)\n", totals.not_run, run.interrupted);
   bool emulated = false;
   for (const auto& r : run.records) emulated = emulated || r.emulated;
   if (emulated) out += "* emulated precision (see emulated_via in run.json)\n";

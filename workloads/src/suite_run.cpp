@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <hwloc.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/interrupt.hpp"
 #include "rafter/collector/progress.hpp"
 #include "rafter/workloads/memory_plan.hpp"
 #include "rafter/workloads/suite.hpp"
@@ -65,6 +67,23 @@ void announce_memory_plan(const std::vector<OpInstance>& instances, const ExecCo
     if (plan.verdict != MemoryPlan::Verdict::Fits)
       fmt::print(stderr, "rafter: memory plan: {}\n", plan.note);
   }
+}
+
+// The instances from `first` on, as records that did not run because `signal` stopped the run.
+void mark_not_run(Run& run, const std::vector<OpInstance>& instances, std::size_t first, const ExecContext& ctx,
+                  const std::vector<MemoryLevel>& levels, int signal) {
+  run.interrupted = signal_name(signal);
+  for (std::size_t k = first; k < instances.size(); ++k) {
+    OperatorRecord r = planned_record(instances[k], levels);
+    r.device = ctx.device;
+    r.status = RecordStatus::NotRun;
+    r.note = fmt::format("not run: {} stopped the run", run.interrupted);
+    run.records.push_back(std::move(r));
+  }
+}
+
+bool measured_any(const Run& run) {
+  return std::any_of(run.records.begin(), run.records.end(), [](const OperatorRecord& r) { return r.time.has_value(); });
 }
 
 }  // namespace
@@ -130,9 +149,24 @@ Run run_instances(const std::vector<OpInstance>& instances, const ExecContext& c
                       {"max_total_seconds", ctx.policy.max_total_seconds}}}};
   if (instances.size() > 1) announce_memory_plan(instances, ctx, levels);  // one operator: its record says it
   Progress progress("profile", instances.size());
-  for (const auto& inst : instances) {
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    const OpInstance& inst = instances[i];
     progress.step(inst.label.empty() ? inst.op : inst.label);
-    run.records.push_back(profile_instance(inst, ctx, levels));
+    try {
+      if (ctx.before_each) ctx.before_each(i, inst);
+      throw_if_interrupted();
+      run.records.push_back(profile_instance(inst, ctx, levels));
+    } catch (const Interrupted& e) {  // the instance in progress and the rest: not run
+      mark_not_run(run, instances, i, ctx, levels, e.signal);
+      break;
+    } catch (const DeviceUnavailable& e) {
+      if (!measured_any(run)) throw;  // nothing measured yet: a missing device is one line, exit 2
+      OperatorRecord r = planned_record(inst, levels);  // the device went away mid-run: this record
+      r.device = ctx.device;                              // fails and the rest still get their try
+      r.status = RecordStatus::Failed;
+      r.note = e.what();
+      run.records.push_back(std::move(r));
+    }
   }
   progress.finish();
   return run;
@@ -160,6 +194,7 @@ StepTotals step_totals(const Run& run) {
     t.failed += r.status == RecordStatus::Failed;
     t.no_backend += r.status == RecordStatus::NoBackend;
     t.does_not_fit += r.status == RecordStatus::DoesNotFit;
+    t.not_run += r.status == RecordStatus::NotRun;
   }
   return t;
 }

@@ -104,6 +104,9 @@ struct MachineProfile {
   std::vector<Sweep> sweeps;
   nlohmann::json topology = nlohmann::json::object();  // hwloc summary (rafter topology --json)
   nlohmann::json conditions = nlohmann::json::object();  // quick mode, huge pages, governor, ...
+  // Empty for a complete profile; else the signal that stopped the probes ("SIGINT", "SIGTERM"):
+  // the ceilings of the probes that finished are intact, conditions.probes_not_run lists the rest.
+  std::string interrupted;
 
   const Device* find_device(std::string_view id) const;
   // The device-scope ceiling for a resource (precision or level) and kind, best (max for

@@ -34,7 +34,8 @@ struct CheckResult {
 };
 
 // DoesNotFit: the instance needs more device memory than is free and cannot be timed on a slice.
-enum class RecordStatus { Ok, Invalid, NoBackend, Planned, Failed, DoesNotFit };
+// NotRun: the run was interrupted before this instance finished (Run::interrupted says how).
+enum class RecordStatus { Ok, Invalid, NoBackend, Planned, Failed, DoesNotFit, NotRun };
 std::string_view to_string(RecordStatus s);
 RecordStatus record_status_from_string(std::string_view s);
 
@@ -88,6 +89,9 @@ struct Run {
   nlohmann::json suite = nlohmann::json::object();   // model, phase, batch, seq, precision recipe, tp, zero, dp
   nlohmann::json conditions = nlohmann::json::object();  // warm_cache, repeat policy, counters
   std::vector<OperatorRecord> records;
+  // Empty for a complete run; else the signal that stopped it ("SIGINT", "SIGTERM"): the records
+  // that finished are intact and the rest are NotRun.
+  std::string interrupted;
 };
 
 nlohmann::json to_json(const OperatorRecord& r);

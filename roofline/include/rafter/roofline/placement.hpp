@@ -79,6 +79,7 @@ struct Placement {
 struct RunPlacement {
   std::string run_name;  // file stem or a label given by the caller
   std::string run_host, run_timestamp;
+  std::string interrupted;  // the signal that stopped the run, empty when it completed
   nlohmann::json suite = nlohmann::json::object();
   DeviceRoofs roofs;     // the roofs of the run's device
   std::vector<Placement> records;

@@ -4,6 +4,7 @@
 // profile_instance() normalizes the instance (defaults, phase) before calling Backend::execute,
 // and never calls a backend for a collective (NoBackend until a collective backend exists).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct ExecContext {
   std::uint64_t seed = 42;
   std::string algo = "best";       // GEMM algorithm choice: "best" (time candidates) | "heuristic"
   int threads = 0;                 // CPU threads; 0 = all cores
+  // Called by run_instances right before instance `index` runs (a caller's progress display, a
+  // tracer, or a test that makes a fault happen mid-run).
+  std::function<void(std::size_t index, const OpInstance& inst)> before_each;
 };
 
 class Backend {

@@ -97,7 +97,7 @@ struct StepTotals {
   double bytes_outer = 0;  // DRAM/HBM bytes
   double seconds = 0;      // measured records only
   double timed_flops = 0, timed_bytes_outer = 0;  // the part of flops / bytes_outer that `seconds` covers
-  int invalid = 0, failed = 0, no_backend = 0, does_not_fit = 0, measured = 0, scaled = 0;
+  int invalid = 0, failed = 0, no_backend = 0, does_not_fit = 0, not_run = 0, measured = 0, scaled = 0;
   // FLOP/s of the timed records alone (0 without any): never the step's FLOPs over part of its time.
   double timed_flops_per_second() const { return seconds > 0 ? timed_flops / seconds : 0; }
   // Shares of the step's FLOPs and DRAM/HBM bytes in records without a measured time.
