@@ -103,12 +103,12 @@ int run_default_job(const std::string& out_dir) {
   options.quick = true;
   options.policy = RepeatPolicy::quick();
   MachineProfile machine = probes::characterize(device, options);
-  write_file_atomic(dir / "machine.json", to_json(machine).dump(2) + "\n");
+  write_measured_file(dir / "machine.json", to_json(machine).dump(2) + "\n");
   if (!machine.interrupted.empty())
     throw interrupted_status(fmt::format("wrote {} with the ceilings of the probes that finished; nothing profiled",
                                          (dir / "machine.json").string()));
   Run run = profile_default_mix(device);
-  write_file_atomic(dir / "run.json", to_json(run).dump(2) + "\n");
+  write_measured_file(dir / "run.json", to_json(run).dump(2) + "\n");
   if (!run.interrupted.empty())
     throw interrupted_status(fmt::format("wrote {} and {} (its unfinished records marked not run); no charts",
                                          (dir / "machine.json").string(), (dir / "run.json").string()));

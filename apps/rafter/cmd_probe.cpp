@@ -111,7 +111,7 @@ void run_probe(ProbeArgs& a) {
   const OutputLock lock(a.output);  // one measuring run per output file
   const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   const MachineProfile profile = probes::characterize(a.device, a.options);
-  write_file_atomic(a.output, to_json(profile).dump(2) + "\n");
+  write_measured_file(a.output, to_json(profile).dump(2) + "\n");
   print_table(profile);
   fmt::print("\nwrote {}\n", a.output);
   if (!profile.interrupted.empty())

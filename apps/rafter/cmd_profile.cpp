@@ -147,7 +147,7 @@ void emit(const ProfileArgs& a, const Run& run, bool planned) {
   if (a.json) fmt::print("{}\n", to_json(run).dump(2));
   else if (a.csv) fmt::print("{}", planned ? plan_csv(run) : run_csv(run));
   else fmt::print("{}", planned ? plan_table(run) : run_table(run));
-  if (!a.output.empty()) write_file_atomic(a.output, to_json(run).dump(2) + "\n");
+  if (!a.output.empty()) write_measured_file(a.output, to_json(run).dump(2) + "\n");
 }
 
 void run_profile(const ProfileArgs& a) {

@@ -70,6 +70,22 @@ void write_file_atomic(const fs::path& path, std::string_view text) {
   }
 }
 
+void write_measured_file(const fs::path& path, std::string_view text) {
+  try {
+    write_file_atomic(path, text);
+  } catch (const InputError& e) {
+    std::error_code ec;
+    const fs::path rescue = fs::temp_directory_path(ec) /
+                            fmt::format("rafter-{}-{}{}", path.stem().string(), ::getpid(), path.extension().string());
+    try {
+      write_file_atomic(rescue, text);
+    } catch (const InputError&) {
+      throw InputError(fmt::format("{} (and no copy could be saved in {})", e.what(), rescue.parent_path().string()));
+    }
+    throw InputError(fmt::format("{}; the results are saved in {}", e.what(), rescue.string()));
+  }
+}
+
 nlohmann::json read_json_file(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("cannot read '{}': {}", path.string(), std::strerror(errno)));

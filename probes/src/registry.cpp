@@ -9,6 +9,7 @@
 #include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/interrupt.hpp"
+#include "rafter/collector/progress.hpp"
 #include "rafter/probes/probe.hpp"
 #include "rafter/probes/topology.hpp"
 
@@ -56,8 +57,10 @@ MachineProfile empty_profile(const ProbeOptions& options) {
 // and the probes after it in conditions.probes_not_run. Returns false once interrupted.
 bool run_probes(const std::vector<ProbeInfo>& probes, const ProbeOptions& options, const Device& device,
                 MachineProfile& profile) {
+  Progress progress("probe " + device.id, probes.size());
   for (std::size_t i = 0; i < probes.size(); ++i) {
     const std::size_t ceilings = profile.ceilings.size(), sweeps = profile.sweeps.size();
+    progress.step(probes[i].name);
     try {
       throw_if_interrupted();
       probes[i].run(options, device, profile);

@@ -155,7 +155,7 @@ TEST(InterruptCli, SigtermMidProbeKeepsTheFinishedProbesCeilings) {
   const fs::path dir = make_temp_dir("sigterm");
   const fs::path out = dir / "machine.json";
   Child child({"probe", "--device", "cpu", "--quick", "-o", out.string()}, dir);
-  ASSERT_TRUE(child.wait_for("cpu.compute 1/", 120)) << child.err();  // bandwidth finished, compute began
+  ASSERT_TRUE(child.wait_for("probe cpu 2/", 120)) << child.err();  // bandwidth finished, compute began
   child.signal(SIGTERM);
   EXPECT_EQ(child.wait_exit(), 143) << child.err();
   const auto m = nlohmann::json::parse(slurp(out));
@@ -212,6 +212,41 @@ TEST(OutputFaultsCli, ReadOnlyOutputFolderIsOneLineAndExitTwoBeforeMeasuring) {
       << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
   EXPECT_EQ(slurp(dir / "out"), "");  // nothing measured, nothing printed
+  fs::remove_all(dir);
+}
+
+// A full disk when the run is written: one line, exit 2, the previous file intact, no temporary
+// left behind, and the measured run saved in $TMPDIR instead of lost. The disk is a 64 KiB tmpfs
+// filled up, in a private mount namespace (unshare -rm).
+TEST(OutputFaultsCli, FullDiskKeepsThePreviousFileAndSavesTheRunElsewhere) {
+  const fs::path dir = make_temp_dir("full");
+  if (std::system("unshare -rm true >/dev/null 2>&1") != 0) GTEST_SKIP() << "unshare -rm unavailable here";
+  const std::string full = (dir / "full").string(), rescue = (dir / "rescue").string();
+  fs::create_directories(full);
+  fs::create_directories(rescue);
+  const std::string cmd =
+      "cd " + dir.string() + " && TMPDIR=" + rescue + " unshare -rm sh -c 'mount -t tmpfs -o size=64k tmpfs " + full +
+      " && echo previous > " + full + "/run.json && (dd if=/dev/zero of=" + full +
+      "/filler bs=4k count=100 2>/dev/null; true) && " + RAFTER_BINARY +
+      " profile --device cpu --op rmsnorm --quick -o " + full + "/run.json; echo exit=$? >status; cat " + full +
+      "/run.json >previous; ls -a " + full + " >listing' >out 2>err";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(slurp(dir / "status"), "exit=2\n");
+  const std::string err = slurp(dir / "err");
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("rafter: error: cannot write '" + full + "/run.json': No space left on device; the results are "
+                     "saved in " + rescue + "/rafter-run-"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(slurp(dir / "previous"), "previous\n");
+  EXPECT_EQ(slurp(dir / "listing").find(".tmp"), std::string::npos) << slurp(dir / "listing");
+  std::size_t saved = 0;
+  for (const auto& e : fs::directory_iterator(rescue)) {
+    const auto run = nlohmann::json::parse(slurp(e.path()));
+    EXPECT_EQ(run.at("records").at(0).at("status"), "ok");
+    ++saved;
+  }
+  EXPECT_EQ(saved, 1u);
   fs::remove_all(dir);
 }
 

@@ -223,13 +223,19 @@ static inline float sum_exp(const bf16* x, std::int64_t n, float mx, float* out,
 static inline void store_scaled(const float* s, float* y, std::int64_t n, __m512 scale) {
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), true);
-  if (i < n) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), tail_mask(n - i));
+  if (i < n) {  // masked load too: the scratch row ends at n (an unmasked load read past it: ASan)
+    const __mmask16 k = tail_mask(n - i);
+    store16(y + i, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + i), scale), k);
+  }
 }
 // fp16 rows: sum_exp's generic template wrote them in order too.
 static inline void store_scaled(const float* s, f16* y, std::int64_t n, __m512 scale) {
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), true);
-  if (i < n) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), tail_mask(n - i));
+  if (i < n) {  // masked load too: the scratch row ends at n (an unmasked load read past it: ASan)
+    const __mmask16 k = tail_mask(n - i);
+    store16(y + i, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + i), scale), k);
+  }
 }
 // bf16 rows: each group of 32 is 16 even then 16 odd values; vcvtne2ps2bf16 packs both halves
 // and one vpermw puts the 32 bf16 back in order.
@@ -250,7 +256,10 @@ static inline void store_scaled(const float* s, bf16* y, std::int64_t n, __m512 
   std::int64_t i = 0;
   for (; i + 32 <= n; i += 32)
     store32_even_odd(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), _mm512_mul_ps(_mm512_loadu_ps(s + i + 16), scale));
-  for (; i < n; i += 16) store16(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), scale), tail_mask(n - i));
+  for (; i < n; i += 16) {  // the tail in order, loads masked like the stores (the scratch row ends at n)
+    const __mmask16 k = tail_mask(n - i);
+    store16(y + i, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + i), scale), k);
+  }
 }
 
 }  // namespace rafter::workloads::cpu::avx512

@@ -12,6 +12,11 @@ namespace rafter {
 // Throws InputError naming the path when it cannot be written.
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
+// Writes a measured result (run.json, machine.json) like write_file_atomic; when that fails (a full
+// disk, a folder removed meanwhile) it saves a copy in the temporary folder ($TMPDIR) so that the
+// measuring is not lost, and the InputError then names both paths.
+void write_measured_file(const std::filesystem::path& path, std::string_view text);
+
 // Checks that `path` can be written (folder exists and is writable) before any measuring starts,
 // so that a bad output path fails fast. Throws InputError.
 void check_writable(const std::filesystem::path& path);
