@@ -8,7 +8,7 @@
 # - faults:   CudaFaultsDeathTest (an illegal-address fault mid-run: each later record fails, one line);
 # - sanitize: the same kernel check under memcheck (with device-leak check), racecheck, initcheck and
 #             synccheck (TOOLS picks them);
-# - probes:   `rafter probe --device cuda --quick` under memcheck: the probes' own kernels.
+# - probes:   `rafter probe --device cuda --quick` under each tool (PROBE_TOOLS): the probes' own kernels.
 # Logs go to OUT (default /tmp/gpu-sanitize); each tool's summary is printed.
 set -uo pipefail
 build=${1:-build-dev}
@@ -43,9 +43,11 @@ if has sanitize; then
   done
 fi
 if has probes; then
-  stamp "compute-sanitizer --tool memcheck rafter probe --device cuda --quick"
-  timeout "${PROBE_TIMEOUT:-240}" compute-sanitizer --tool memcheck --print-limit 20 \
-    "$build/apps/rafter/rafter" probe --device cuda --quick -o "$out/machine-memcheck.json" >"$out/probe-memcheck.log" 2>&1
-  echo "exit $?"; summary "$out/probe-memcheck.log"
+  for tool in ${PROBE_TOOLS-memcheck racecheck initcheck synccheck}; do
+    stamp "compute-sanitizer --tool $tool rafter probe --device cuda --quick"
+    timeout "${PROBE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --print-limit 20 \
+      "$build/apps/rafter/rafter" probe --device cuda --quick -o "$out/machine-$tool.json" >"$out/probe-$tool.log" 2>&1
+    echo "exit $?"; summary "$out/probe-$tool.log"
+  done
 fi
 stamp "done"
