@@ -7,8 +7,9 @@
 #             cases), and the CUDA unit tests;
 # - faults:   CudaFaultsDeathTest (an illegal-address fault mid-run: each later record fails, one line);
 # - sanitize: the same kernel check under memcheck (with device-leak check), racecheck, initcheck and
-#             synccheck (TOOLS picks them);
-# - probes:   `rafter probe --device cuda --quick` under each tool (PROBE_TOOLS): the probes' own kernels.
+#             synccheck (TOOLS picks them), the tools side by side;
+# - probes:   `rafter probe --device cuda --quick` under each tool (PROBE_TOOLS), one probe at a time
+#             (PROBES), the tools side by side: the probes' own kernels.
 # Logs go to OUT (default /tmp/gpu-sanitize); each tool's summary is printed.
 set -uo pipefail
 build=${1:-build-dev}
@@ -31,23 +32,44 @@ if has faults; then
   "$test" --gtest_filter='CudaFaultsDeathTest.*' >"$out/faults.log" 2>&1
   echo "exit $?"; grep -E "^record |OK|FAILED|PASSED" "$out/faults.log" | head -20
 fi
+# Runs "$@" under every tool of $tools at once (one GPU, separate processes: the tools' slowdowns
+# overlap), each with its own log $log_prefix-<tool>.log and a time limit, then prints each summary.
+# An argument's @TOOL@ becomes the tool's name (rafter's output lock allows one run per output file).
+under_tools() {
+  local log_prefix=$1 limit=$2; shift 2
+  local pids=() tool
+  for tool in $tools; do
+    local extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
+    [ "$tool" = racecheck ] && extra="${racecheck_extra:-}"
+    timeout "$limit" compute-sanitizer --tool "$tool" $extra --print-limit 50 "${@//@TOOL@/$tool}" \
+      >"$log_prefix-$tool.log" 2>&1 &
+    pids+=($!)
+  done
+  local i=0
+  for tool in $tools; do
+    wait "${pids[$i]}"; local rc=$?; echo "  $tool: exit $rc$([ $rc = 124 ] && echo ", timed out")"; summary "$log_prefix-$tool.log" | sed 's/^/    /'
+    i=$((i + 1))
+  done
+}
 if has sanitize; then
   # One run of each kernel: the test's quick policy cuts the timing repeats to the minimum.
-  for tool in ${TOOLS-memcheck racecheck initcheck synccheck}; do
-    stamp "compute-sanitizer --tool $tool"
-    extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
-    RAFTER_CUBLASLT_ALGO=heuristic timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" $extra \
-      --print-limit 20 "$test" --gtest_filter='GpuKernelsCuda.EveryKernelMatchesTheReference' \
-      >"$out/sanitize-$tool.log" 2>&1
-    echo "exit $?"; summary "$out/sanitize-$tool.log"
-  done
+  tools=${TOOLS-memcheck racecheck initcheck synccheck}
+  stamp "compute-sanitizer ($tools) over every kernel check"
+  RAFTER_CUBLASLT_ALGO=heuristic under_tools "$out/sanitize" "${SANITIZE_TIMEOUT:-400}" \
+    "$test" --gtest_filter='GpuKernelsCuda.EveryKernelMatchesTheReference'
 fi
 if has probes; then
-  for tool in ${PROBE_TOOLS-memcheck racecheck initcheck synccheck}; do
-    stamp "compute-sanitizer --tool $tool rafter probe --device cuda --quick"
-    timeout "${PROBE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --print-limit 20 \
-      "$build/apps/rafter/rafter" probe --device cuda --quick -o "$out/machine-$tool.json" >"$out/probe-$tool.log" 2>&1
-    echo "exit $?"; summary "$out/probe-$tool.log"
+  # Each probe on its own (--filter), so that one slow probe under a tool does not hide the others.
+  tools=${PROBE_TOOLS-memcheck racecheck initcheck synccheck}
+  for probe in ${PROBES-cuda.launch cuda.fma cuda.dmma cuda.tensor cuda.fp4 cuda.shared cuda.latency cuda.bandwidth cuda.links}; do
+    # Probes whose one kernel streams shared memory for milliseconds a launch: racecheck checks the
+    # short first launch (fp4's correctness check, shared's untimed first launch: the same code) and
+    # lets the timed ones run unchecked (hours otherwise).
+    racecheck_extra=""
+    [[ " ${RACECHECK_FIRST_LAUNCH_OF-cuda.shared cuda.fp4} " == *" $probe "* ]] && racecheck_extra="--launch-count 1"
+    stamp "compute-sanitizer ($tools) rafter probe --device cuda --quick --filter $probe ${racecheck_extra:+(racecheck $racecheck_extra)}"
+    under_tools "$out/probe-$probe" "${PROBE_TIMEOUT:-240}" "$build/apps/rafter/rafter" probe --device cuda --quick \
+      --max-working-set "${PROBE_MAX_WS:-64M}" --filter "^${probe//./\\.}\$" -o "$out/machine-$probe-@TOOL@.json"
   done
 fi
 stamp "done"

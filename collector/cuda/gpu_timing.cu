@@ -27,25 +27,47 @@ std::string pci_bus_id(int device) {
   return id;
 }
 
-// One buffer per device, twice the L2, kept for the life of the process: overwriting it evicts
-// whatever the timed kernel left in L2 (write-back lines included) without a fresh allocation.
+// Per-device buffers kept for the process's life and freed at exit. The constructor initialises
+// the CUDA runtime first, so this cache is destroyed before the runtime's own teardown (memcheck's
+// leak check then finds nothing left).
+template <class State>
+struct PerDeviceCache {
+  std::mutex mutex;
+  std::map<int, State> states;
+  PerDeviceCache() { check(cudaFree(nullptr), "CUDA runtime initialisation"); }
+  ~PerDeviceCache() {
+    for (auto& [device, state] : states) {
+      cudaSetDevice(device);
+      state.release();
+    }
+  }
+};
+
+template <class State>
+PerDeviceCache<State>& per_device_cache() {
+  static PerDeviceCache<State> cache;
+  return cache;
+}
+
+// One buffer per device, twice the L2: overwriting it evicts whatever the timed kernel left in L2
+// (write-back lines included) without a fresh allocation.
 struct FlushBuffer {
   void* ptr = nullptr;
   std::size_t bytes = 0;
+  void release() const { cudaFree(ptr); }
 };
 
 FlushBuffer flush_buffer(int device) {
-  static std::mutex mutex;
-  static std::map<int, FlushBuffer> buffers;
-  std::lock_guard lock(mutex);
-  auto it = buffers.find(device);
-  if (it != buffers.end()) return it->second;
+  auto& cache = per_device_cache<FlushBuffer>();
+  std::lock_guard lock(cache.mutex);
+  auto it = cache.states.find(device);
+  if (it != cache.states.end()) return it->second;
   int l2_bytes = 0;
   check(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device), "cudaDeviceGetAttribute(L2)");
   FlushBuffer b;
   b.bytes = std::size_t(l2_bytes > 0 ? l2_bytes : 64 << 20) * 2;
   check(cudaMalloc(&b.ptr, b.bytes), "cudaMalloc(L2 flush buffer)");
-  buffers[device] = b;
+  cache.states[device] = b;
   return b;
 }
 
@@ -205,29 +227,16 @@ struct ReadFlush {
   std::size_t bytes = 0;
   unsigned* sink = nullptr;
   int blocks = 0;
-};
-
-// One flush buffer per device for the process's life, freed at exit: this object is built after the
-// CUDA runtime initialised, so it is destroyed before the runtime's own teardown (memcheck's leak
-// check then finds nothing left).
-struct ReadFlushCache {
-  std::map<int, ReadFlush> states;
-  ~ReadFlushCache() {
-    for (auto& [device, s] : states) {
-      cudaSetDevice(device);
-      cudaFree(s.buffer);
-      cudaFree(s.sink);
-    }
+  void release() const {
+    cudaFree(buffer);
+    cudaFree(sink);
   }
 };
 
+// One read-flush buffer per device for the process's life, freed at exit.
 const ReadFlush& read_flush_state(int device) {
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  static ReadFlushCache cache = [] {
-    check(cudaFree(nullptr), "CUDA runtime initialisation");  // the runtime first, then this cache
-    return ReadFlushCache{};
-  }();
+  auto& cache = per_device_cache<ReadFlush>();
+  std::lock_guard lock(cache.mutex);
   auto& states = cache.states;
   auto it = states.find(device);
   if (it != states.end()) return it->second;

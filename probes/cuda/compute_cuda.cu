@@ -74,7 +74,8 @@ bool check_fma(int blocks, int iterations, unsigned seed) {
   std::size_t threads = std::size_t(blocks) * kFmaThreads;
   auto h = fma_inputs<T>(threads, C, seed);
   const T um = uniform_multiplier<T>(seed);
-  DeviceBuffer in(h.size() * sizeof(T)), out(threads * C * sizeof(T)), cycles(8);
+  DeviceBuffer in(h.size() * sizeof(T)), out(threads * C * sizeof(T));
+  DeviceBuffer cycles = cycle_buffer();
   check(cudaMemcpy(in.get(), h.data(), in.bytes(), cudaMemcpyHostToDevice), "copy fma inputs");
   check(cudaMemset(out.get(), 0xFF, out.bytes()), "poison fma output");
   fma_kernel<T, C, MB, ConstM><<<blocks, kFmaThreads>>>(in.get<T>(), out.get<T>(), iterations, um, cycles.get<long long>());
@@ -120,7 +121,8 @@ FmaRun measure_fma(const ProbeOptions& options, const Device& device, const Setu
   const int blocks = s.sms * MB;  // one wave: MB x kFmaThreads threads per SM
   std::size_t threads = std::size_t(blocks) * kFmaThreads;
   auto h = fma_inputs<T>(threads, C, 7u);
-  DeviceBuffer in(h.size() * sizeof(T)), out(threads * C * sizeof(T)), cycles(8);
+  DeviceBuffer in(h.size() * sizeof(T)), out(threads * C * sizeof(T));
+  DeviceBuffer cycles = cycle_buffer();
   check(cudaMemcpy(in.get(), h.data(), in.bytes(), cudaMemcpyHostToDevice), "copy fma inputs");
   // About 5 ms per launch at the datasheet rate.
   double peak = double(per_sm_per_clock(s.major, s.minor, key).value_or(256)) * s.sms * 1.98e9;

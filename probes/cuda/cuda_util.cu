@@ -69,6 +69,12 @@ Ceiling make_ceiling(const Device& device, const std::string& probe, const Measu
   return c;
 }
 
+DeviceBuffer cycle_buffer() {
+  DeviceBuffer b(8);
+  check(cudaMemset(b.get(), 0, 8), "clear cycle count");
+  return b;
+}
+
 double read_cycles(const DeviceBuffer& cycles) {
   long long h = 0;
   check(cudaMemcpy(&h, cycles.get(), sizeof h, cudaMemcpyDeviceToHost), "copy cycle count");

@@ -85,6 +85,9 @@ struct CycleCounter {
 
 // Reads the cycle count a kernel left in `cycles` (device memory); reset_cycles zeroes it on a
 // stream, before each counted launch (captured into the graph with the launch).
+// The 8-byte cycle count a CycleCounter keeps its atomicMax in, zeroed: every launch reads it
+// (atomicMax), also the unchecked first launch of a correctness check.
+DeviceBuffer cycle_buffer();
 double read_cycles(const DeviceBuffer& cycles);
 void reset_cycles(const DeviceBuffer& cycles, cudaStream_t stream);
 

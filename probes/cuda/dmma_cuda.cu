@@ -118,7 +118,8 @@ Operands random_operands(const Shape& s, unsigned seed) {
 double check_shape(const Shape& s, unsigned seed) {
   Operands o = random_operands(s, seed);
   const int tile = s.m * s.n;
-  DeviceBuffer out(std::size_t(kChains) * tile * 8), cycles(8);
+  DeviceBuffer out(std::size_t(kChains) * tile * 8);
+  DeviceBuffer cycles = cycle_buffer();
   check(cudaMemset(out.get(), 0xFF, out.bytes()), "poison dmma output");
   const int iterations = 5;
   s.kernel<<<2, kThreads>>>(o.da.get<double>(), o.db.get<double>(), out.get<double>(), iterations,
@@ -144,7 +145,8 @@ double check_shape(const Shape& s, unsigned seed) {
 Measurement time_shape(const Shape& s, const ProbeOptions& options, const Device& device, int sms, double peak) {
   Operands o = random_operands(s, 77u);
   const int blocks = 2 * sms;  // m16n8k16 holds 122 registers: 2 blocks per SM, one wave
-  DeviceBuffer out(std::size_t(kChains) * s.m * s.n * 8), cycles(8);
+  DeviceBuffer out(std::size_t(kChains) * s.m * s.n * 8);
+  DeviceBuffer cycles = cycle_buffer();
   const double flop_per_iteration = double(blocks) * kThreads / 32 * kChains * 2.0 * s.m * s.n * s.k;
   const int iterations = int(0.005 * peak / flop_per_iteration) + 1;  // about 5 ms per launch
   Measurement m{CeilingKind::Compute, "fp64", "mma", "dmma", flop_per_iteration * iterations, "FLOP/s", {}};

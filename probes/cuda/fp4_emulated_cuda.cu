@@ -136,7 +136,8 @@ double dequant(const Nvfp4& t, int row, int k) {
 }
 
 CheckResult check_emulation(const Nvfp4& t, const DeviceBuffer& packed, const DeviceBuffer& scales) {
-  DeviceBuffer out(kM * kN * 4), cycles(8);
+  DeviceBuffer out(kM * kN * 4);
+  DeviceBuffer cycles = cycle_buffer();
   check(cudaMemset(out.get(), 0xFF, out.bytes()), "poison fp4 output");
   const long long iterations = 3;
   fp4_emulated_kernel<<<2, kThreads, kSmemBytes>>>(packed.get<std::uint8_t>(), scales.get<std::uint8_t>(),
@@ -166,7 +167,8 @@ void run_fp4_probe(const ProbeOptions& options, const Device& device, MachinePro
   check(cudaFuncSetAttribute(fp4_emulated_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
         "shared memory size");
   Nvfp4 t = random_nvfp4(31u);
-  DeviceBuffer packed(kPackedBytes), scales(kScaleBytes), out(kM * kN * 4), cycles(8);
+  DeviceBuffer packed(kPackedBytes), scales(kScaleBytes), out(kM * kN * 4);
+  DeviceBuffer cycles = cycle_buffer();
   check(cudaMemcpy(packed.get(), t.packed.data(), kPackedBytes, cudaMemcpyHostToDevice), "copy fp4 data");
   check(cudaMemcpy(scales.get(), t.scales.data(), kScaleBytes, cudaMemcpyHostToDevice), "copy fp4 scales");
   CheckResult chk = check_emulation(t, packed, scales);

@@ -80,8 +80,11 @@ ChasePoint run_chase(const ProbeOptions& options, const Device& device, DeviceBu
   DeviceBuffer where(n * 8), value(n * 8), out((1 + kSlots) * 8);
   check(cudaMemcpy(where.get(), cycle.data(), n * 8, cudaMemcpyHostToDevice), "copy chase positions");
   check(cudaMemcpy(value.get(), next.data(), n * 8, cudaMemcpyHostToDevice), "copy chase links");
+  check(cudaMemset(out.get(), 0, out.bytes()), "clear chase results");  // slots not launched read back as 0
   scatter<<<256, 256>>>(buf.get<u64>(), where.get<u64>(), value.get<u64>(), n);
   check_launch("scatter");
+  // The chase runs on the timing's own non-blocking stream, which does not wait for this one.
+  check(cudaDeviceSynchronize(), "scatter");
   const long long hops = std::max<long long>(options.quick ? 2048 : 8192, warm ? (long long)n : 0);
   const long long warm_hops = warm ? (long long)n : 0;
   auto t = timing_options(options, device, !warm);  // cold points: L2 flushed before each sample

@@ -51,6 +51,7 @@ void host_links(const ProbeOptions& options, const Device& device, MachineProfil
   const std::size_t bytes = options.quick ? (64u << 20) : (256u << 20);
   DeviceBuffer d1(bytes), d2(bytes);
   fill_random(d1.get(), bytes, 8u);
+  fill_random(d2.get(), bytes, 10u);  // the reverse copy of the bidirectional pair reads it
   PinnedBuffer h1(bytes), h2(bytes);
   std::unique_ptr<char[]> p1(new char[bytes]), p2(new char[bytes]);
   std::memset(p1.get(), 0x5a, bytes);  // touch every page once, outside the timing

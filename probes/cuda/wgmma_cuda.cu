@@ -221,7 +221,8 @@ std::vector<double> read_output(Op op, const DeviceBuffer& out) {
 CheckResult check_op(const OpInfo& info, int& lbo, int& sbo, unsigned seed) {
   std::mt19937 rng(seed);
   auto ha = random_operand(info.op, kRowsA, rng), hb = random_operand(info.op, kRowsB, rng);
-  DeviceBuffer a(ha.size()), b(hb.size()), out(std::size_t(kMaxWarpgroups) * kRowsA * kRowsB * 4), cycles(8);
+  DeviceBuffer a(ha.size()), b(hb.size()), out(std::size_t(kMaxWarpgroups) * kRowsA * kRowsB * 4);
+  DeviceBuffer cycles = cycle_buffer();
   check(cudaMemcpy(a.get(), ha.data(), ha.size(), cudaMemcpyHostToDevice), "copy A");
   check(cudaMemcpy(b.get(), hb.data(), hb.size(), cudaMemcpyHostToDevice), "copy B");
   const long long iterations = 3;
@@ -252,7 +253,7 @@ CheckResult check_op(const OpInfo& info, int& lbo, int& sbo, unsigned seed) {
 Measurement time_op(const OpInfo& info, int wgs, int blocks, int lbo, int sbo, const DeviceBuffer& a,
                     const DeviceBuffer& b, const DeviceBuffer& out, const ProbeOptions& options,
                     const Device& device, long long& iterations) {
-  DeviceBuffer cycles(8);
+  DeviceBuffer cycles = cycle_buffer();
   const double k_elems = double(kKBytes) / info.element_bytes;
   const double flop_per_iteration = 2.0 * kRowsA * kRowsB * k_elems * wgs * blocks;
   auto peak = compute_datasheet(9, 0, info.key, blocks, 1.98e9);
@@ -317,7 +318,7 @@ void run_tensor_probe(const ProbeOptions& options, const Device& device, Machine
     attach_datasheet(c, compute_datasheet(p.major, p.minor, info.key, blocks, c.frequency_hz));
     if (!chk.pass) c.flag = "check_failed";
     if (options.sustained_seconds > 0) {  // the same launch, held at the power limit
-      DeviceBuffer cycles(8);
+      DeviceBuffer cycles = cycle_buffer();
       const Launch l{&a, &b, &out, &cycles, blocks, best_wgs, best_iterations, lbo, sbo};
       Ceiling held = hold_ceiling(
           c, [&](cudaStream_t s) { launch_op(info.op, l, s), check_launch("wgmma (held)"); }, best.work_per_launch,
