@@ -91,13 +91,17 @@ nlohmann::json read_json_file(const fs::path& path) {
   if (!in) throw InputError(fmt::format("cannot read '{}': {}", path.string(), std::strerror(errno)));
   std::stringstream ss;
   ss << in.rdbuf();
+  return parse_json_text(ss.str(), path.string());
+}
+
+nlohmann::json parse_json_text(std::string_view text, std::string_view origin) {
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     std::string msg = e.what();
     // nlohmann's messages start with "[json.exception.parse_error.101] "; keep the useful part.
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-    throw FormatError(fmt::format("{}: not valid JSON: {}", path.string(), msg));
+    throw FormatError(fmt::format("{}: not valid JSON: {}", origin, msg));
   }
 }
 

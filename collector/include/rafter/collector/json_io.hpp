@@ -22,6 +22,9 @@ void write_measured_file(const std::filesystem::path& path, std::string_view tex
 void check_writable(const std::filesystem::path& path);
 
 nlohmann::json read_json_file(const std::filesystem::path& path);  // InputError / FormatError
+// Parses JSON text; a syntax error is a FormatError naming `origin` (read_json_file's parser, kept
+// apart from the file so that the fuzz targets reach it without one).
+nlohmann::json parse_json_text(std::string_view text, std::string_view origin);
 
 // Typed access to a required or optional field; `where` is the path so far, e.g. "run.json: records[2]".
 // Errors read "<where>.<key>: missing" or "<where>.<key>: expected <type>".
