@@ -157,7 +157,7 @@ Ceiling ceiling_from_json(const JsonReader& r) {
   if (r.has("clocks")) c.clocks = clocks_from_json(r.object("clocks"));
   c.emulated = r.boolean_or("emulated", false);
   c.probe = r.string_or("probe", "");
-  if (r.has("params")) c.params = r.raw().at("params");
+  if (r.has("params")) c.params = r.object("params").raw();  // readers look keys up in it
   c.flag = r.string_or("flag", "");
   c.regime = r.string_or("regime", "burst");
   if (c.regime != "burst" && c.regime != "sustained") r.fail("regime", "expected \"burst\" or \"sustained\"");

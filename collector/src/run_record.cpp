@@ -172,7 +172,11 @@ Run run_from_json(const json& j, std::string_view origin) {
   run.timestamp = r.string("timestamp");
   run.host = r.string_or("host", "");
   run.device = device_from_json(r.object("device").raw(), fmt::format("{}.device", origin));
-  if (r.has("suite")) run.suite = r.object("suite").raw();
+  if (r.has("suite")) {
+    const JsonReader suite = r.object("suite");
+    suite.string_or("phase", "");  // the roofline picks burst or sustained roofs by it
+    run.suite = suite.raw();
+  }
   if (r.has("conditions")) run.conditions = r.object("conditions").raw();
   run.interrupted = r.string_or("interrupted", "");
   for (std::size_t i = 0; i < r.array("records").size(); ++i) run.records.push_back(record_from_json(r.element("records", i)));
