@@ -16,8 +16,15 @@
 
 namespace rafter::fuzz {
 
+// What the target was doing, printed with a bug (an input's meaning is not always plain from its bytes).
+inline std::string& bug_context() {
+  static std::string context;
+  return context;
+}
+
 [[noreturn]] inline void bug(std::string_view what, std::string_view detail) {
   std::fprintf(stderr, "rafter fuzz: %.*s: %.*s\n", int(what.size()), what.data(), int(detail.size()), detail.data());
+  if (!bug_context().empty()) std::fprintf(stderr, "rafter fuzz: while %s\n", bug_context().c_str());
   std::abort();
 }
 

@@ -49,6 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   fuzz::expect_typed_errors([&] {
     const workloads::OpInstance valid = workloads::normalize_instance(op, inst);
+    fuzz::bug_context() = "costing " + valid.op + " " + valid.phase + " " + valid.precision + " " + workloads::format_shape(valid.shape);
     check_cost(op, valid, gpu);
     check_cost(op, valid, cpu);
   });
