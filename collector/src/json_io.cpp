@@ -131,6 +131,15 @@ double JsonReader::number(std::string_view key) const {
 double JsonReader::number_or(std::string_view key, double fallback) const {
   return has(key) ? number(key) : fallback;
 }
+double JsonReader::quantity(std::string_view key) const {
+  const double v = number(key);
+  if (!(v == 0 || (v >= kMinQuantity && v <= kMaxQuantity)))
+    fail(key, fmt::format("expected 0 or a value in [1e-30, 1e30], got {}", v));
+  return v;
+}
+double JsonReader::quantity_or(std::string_view key, double fallback) const {
+  return has(key) ? quantity(key) : fallback;
+}
 std::int64_t JsonReader::integer(std::string_view key) const {
   const auto& v = field(key);
   if (!v.is_number_integer()) fail(key, "expected an integer");
