@@ -19,7 +19,7 @@ TEST(ErrorMessage, EveryTypedErrorIsOneLine) {
   EXPECT_STREQ(DeviceUnavailable("no\tGPU").what(), "no\\tGPU");
 }
 
-// Found by the run_json fuzz target: a field name with a newline, quoted back in the message.
+// A field name with a newline, quoted back in the message (the fuzz targets check every message).
 TEST(ErrorMessage, FieldNameWithNewlineStaysOneLine) {
   const auto j = parse_json_text(R"({"a\nb": 1})", "x.json");
   try {
