@@ -47,25 +47,16 @@ std::string list_text() {
   return out;
 }
 
+// --m/--n/--k, then --shape (workloads' parse_shape_string), whose values win.
 Shape parse_shape(const ProfileArgs& a) {
   Shape s;
   if (a.m) s["m"] = a.m;
   if (a.n) s["n"] = a.n;
   if (a.k) s["k"] = a.k;
-  std::size_t pos = 0;
-  while (pos < a.shape.size()) {
-    const auto end = std::min(a.shape.find(',', pos), a.shape.size());
-    const std::string item = a.shape.substr(pos, end - pos);
-    const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) throw InputError(fmt::format("--shape: expected key=value, got '{}'", item));
-    try {
-      std::size_t used = 0;
-      s[item.substr(0, eq)] = std::stoll(item.substr(eq + 1), &used);
-      if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("--shape: '{}' is not an integer", item.substr(eq + 1)));
-    }
-    pos = end + 1;
+  try {
+    for (const auto& [key, value] : parse_shape_string(a.shape)) s[key] = value;
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--{}", e.what()));
   }
   return s;
 }

@@ -91,13 +91,19 @@ nlohmann::json read_json_file(const fs::path& path) {
   if (!in) throw InputError(fmt::format("cannot read '{}': {}", path.string(), std::strerror(errno)));
   std::stringstream ss;
   ss << in.rdbuf();
+  return parse_json_text(ss.str(), path.string());
+}
+
+nlohmann::json parse_json_text(std::string_view text, std::string_view origin) {
   try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double's range (2e308): JSON has no
+    // infinity, and a ceiling or a time of inf would poison every figure computed from it.
     std::string msg = e.what();
     // nlohmann's messages start with "[json.exception.parse_error.101] "; keep the useful part.
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-    throw FormatError(fmt::format("{}: not valid JSON: {}", path.string(), msg));
+    throw FormatError(fmt::format("{}: not valid JSON: {}", origin, msg));
   }
 }
 
@@ -125,9 +131,20 @@ double JsonReader::number(std::string_view key) const {
 double JsonReader::number_or(std::string_view key, double fallback) const {
   return has(key) ? number(key) : fallback;
 }
+double JsonReader::quantity(std::string_view key) const {
+  const double v = number(key);
+  if (!(v == 0 || (v >= kMinQuantity && v <= kMaxQuantity)))
+    fail(key, fmt::format("expected 0 or a value in [1e-30, 1e30], got {}", v));
+  return v;
+}
+double JsonReader::quantity_or(std::string_view key, double fallback) const {
+  return has(key) ? quantity(key) : fallback;
+}
 std::int64_t JsonReader::integer(std::string_view key) const {
   const auto& v = field(key);
   if (!v.is_number_integer()) fail(key, "expected an integer");
+  // An unsigned value above int64's range would wrap to a negative one.
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)) fail(key, "integer out of range");
   return v.get<std::int64_t>();
 }
 std::int64_t JsonReader::integer_or(std::string_view key, std::int64_t fallback) const {

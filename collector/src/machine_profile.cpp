@@ -129,10 +129,10 @@ namespace {
 
 ClockState clocks_from_json(const JsonReader& r) {
   ClockState c;
-  c.core_hz_before = r.number_or("core_hz_before", 0);
-  c.core_hz_after = r.number_or("core_hz_after", 0);
-  c.memory_hz_before = r.number_or("memory_hz_before", 0);
-  c.memory_hz_after = r.number_or("memory_hz_after", 0);
+  c.core_hz_before = r.quantity_or("core_hz_before", 0);
+  c.core_hz_after = r.quantity_or("core_hz_after", 0);
+  c.memory_hz_before = r.quantity_or("memory_hz_before", 0);
+  c.memory_hz_after = r.quantity_or("memory_hz_after", 0);
   c.throttled = r.boolean_or("throttled", false);
   return c;
 }
@@ -153,19 +153,19 @@ Ceiling ceiling_from_json(const JsonReader& r) {
   c.threads = static_cast<int>(r.integer_or("threads", 1));
   c.figure = figure_from_json(r.object("figure"));
   if (!(c.figure.value > 0)) r.fail("figure.value", "must be positive (an absent ceiling is left out, never 0)");
-  c.frequency_hz = r.number_or("frequency_hz", 0);
+  c.frequency_hz = r.quantity_or("frequency_hz", 0);
   if (r.has("clocks")) c.clocks = clocks_from_json(r.object("clocks"));
   c.emulated = r.boolean_or("emulated", false);
   c.probe = r.string_or("probe", "");
-  if (r.has("params")) c.params = r.raw().at("params");
+  if (r.has("params")) c.params = r.object("params").raw();  // readers look keys up in it
   c.flag = r.string_or("flag", "");
   c.regime = r.string_or("regime", "burst");
   if (c.regime != "burst" && c.regime != "sustained") r.fail("regime", "expected \"burst\" or \"sustained\"");
   if (r.has("datasheet")) {
     JsonReader d = r.object("datasheet");
-    c.datasheet_value = d.number("value");
+    c.datasheet_value = d.quantity("value");
     c.datasheet_basis = d.string_or("basis", "");
-    if (d.has("ratio")) c.datasheet_ratio = d.number("ratio");
+    if (d.has("ratio")) c.datasheet_ratio = d.quantity("ratio");
   }
   return c;
 }
@@ -186,7 +186,7 @@ Device device_from_json(const JsonReader& r) {
   if (r.has("memory_levels")) {
     for (std::size_t i = 0; i < r.array("memory_levels").size(); ++i) {
       JsonReader m = r.element("memory_levels", i);
-      d.memory_levels.push_back({m.string("name"), m.number_or("size_bytes", 0), m.number_or("line_bytes", 0),
+      d.memory_levels.push_back({m.string("name"), m.quantity_or("size_bytes", 0), m.quantity_or("line_bytes", 0),
                                  static_cast<int>(m.integer_or("shared_by_cores", 1)),
                                  static_cast<int>(m.integer_or("instances", 1))});
     }
@@ -206,7 +206,7 @@ Sweep sweep_from_json(const JsonReader& r) {
   s.huge_pages = r.boolean_or("huge_pages", false);
   for (std::size_t i = 0; i < r.array("points").size(); ++i) {
     JsonReader p = r.element("points", i);
-    s.points.push_back({p.number("working_set_bytes"), figure_from_json(p.object("figure"))});
+    s.points.push_back({p.quantity("working_set_bytes"), figure_from_json(p.object("figure"))});
   }
   return s;
 }

@@ -32,12 +32,12 @@ nlohmann::json to_json(const Summary& s) {
 Summary summary_from_json(const JsonReader& r) {
   Summary s;
   s.samples = static_cast<std::size_t>(r.integer("samples"));
-  s.median = r.number("median");
-  s.min = r.number("min");
-  s.max = r.number("max");
-  s.mean = r.number_or("mean", s.median);
-  s.stddev = r.number_or("stddev", 0);
-  s.spread = r.number_or("spread", s.median != 0 ? (s.max - s.min) / s.median : 0);
+  s.median = r.quantity("median");
+  s.min = r.quantity("min");
+  s.max = r.quantity("max");
+  s.mean = r.quantity_or("mean", s.median);
+  s.stddev = r.quantity_or("stddev", 0);
+  s.spread = r.quantity_or("spread", s.median != 0 ? (s.max - s.min) / s.median : 0);
   s.noisy = r.boolean_or("noisy", false);
   if (s.min > s.max) r.fail("min", "greater than max");
   return s;
@@ -54,7 +54,7 @@ nlohmann::json to_json(const Figure& f) {
 
 Figure figure_from_json(const JsonReader& r) {
   Figure f;
-  f.value = r.number("value");
+  f.value = r.quantity("value");
   f.unit = r.string("unit");
   try {
     f.source = source_from_string(r.string("source"));

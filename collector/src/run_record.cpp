@@ -111,7 +111,7 @@ OperatorRecord record_from_json(const JsonReader& r) {
   o.emulated = r.boolean_or("emulated", false);
   o.emulated_via = r.string_or("emulated_via", "");
   if (o.emulated && o.emulated_via.empty()) r.fail("emulated_via", "missing for an emulated record");
-  o.count = r.number("count");
+  o.count = r.quantity("count");
   if (!(o.count > 0)) r.fail("count", "must be positive");
   try {
     o.status = record_status_from_string(r.string("status"));
@@ -124,17 +124,17 @@ OperatorRecord record_from_json(const JsonReader& r) {
   if (o.time && !(o.time->value > 0)) r.fail("time.value", "must be positive");
   if (r.has("scaled_from")) {
     JsonReader s = r.object("scaled_from");
-    ScaledFrom sf{s.string("axis"), s.integer("slice"), s.integer("full"), s.number("factor"),
-                  s.number_or("needed_bytes", 0), s.number_or("free_bytes", 0)};
+    ScaledFrom sf{s.string("axis"), s.integer("slice"), s.integer("full"), s.quantity("factor"),
+                  s.quantity_or("needed_bytes", 0), s.quantity_or("free_bytes", 0)};
     if (!(sf.slice > 0 && sf.slice < sf.full)) s.fail("slice", "must be positive and below full");
     if (!(sf.factor >= 1)) s.fail("factor", "must be at least 1");
     o.scaled_from = sf;
   }
   JsonReader flops = r.object("flops");
-  for (const auto& [k, v] : flops.raw().items()) o.flops[k] = flops.number(k);
+  for (const auto& [k, v] : flops.raw().items()) o.flops[k] = flops.quantity(k);
   for (std::size_t i = 0; i < r.array("bytes").size(); ++i) {
     JsonReader b = r.element("bytes", i);
-    LevelBytes lb{b.string("level"), b.number("bytes"), Source::Analytic};
+    LevelBytes lb{b.string("level"), b.quantity("bytes"), Source::Analytic};
     try {
       lb.source = source_from_string(b.string("source"));
     } catch (const FormatError& e) {
@@ -142,7 +142,7 @@ OperatorRecord record_from_json(const JsonReader& r) {
     }
     o.bytes.push_back(lb);
   }
-  o.compulsory_bytes = r.number_or("compulsory_bytes", 0);
+  o.compulsory_bytes = r.quantity_or("compulsory_bytes", 0);
   if (r.has("write_fraction")) {
     o.write_fraction = r.number("write_fraction");
     if (!(*o.write_fraction >= 0 && *o.write_fraction <= 1)) r.fail("write_fraction", "must be between 0 and 1");
@@ -154,8 +154,8 @@ OperatorRecord record_from_json(const JsonReader& r) {
   }
   if (r.has("clocks")) {
     JsonReader c = r.object("clocks");
-    o.clocks = {c.number_or("core_hz_before", 0), c.number_or("core_hz_after", 0), c.number_or("memory_hz_before", 0),
-                c.number_or("memory_hz_after", 0), c.boolean_or("throttled", false)};
+    o.clocks = {c.quantity_or("core_hz_before", 0), c.quantity_or("core_hz_after", 0), c.quantity_or("memory_hz_before", 0),
+                c.quantity_or("memory_hz_after", 0), c.boolean_or("throttled", false)};
   }
   if (r.has("details")) o.details = r.object("details").raw();
   o.note = r.string_or("note", "");
@@ -172,7 +172,11 @@ Run run_from_json(const json& j, std::string_view origin) {
   run.timestamp = r.string("timestamp");
   run.host = r.string_or("host", "");
   run.device = device_from_json(r.object("device").raw(), fmt::format("{}.device", origin));
-  if (r.has("suite")) run.suite = r.object("suite").raw();
+  if (r.has("suite")) {
+    const JsonReader suite = r.object("suite");
+    suite.string_or("phase", "");  // the roofline picks burst or sustained roofs by it
+    run.suite = suite.raw();
+  }
   if (r.has("conditions")) run.conditions = r.object("conditions").raw();
   run.interrupted = r.string_or("interrupted", "");
   for (std::size_t i = 0; i < r.array("records").size(); ++i) run.records.push_back(record_from_json(r.element("records", i)));

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/json_io.hpp"
 #include "rafter/collector/machine_profile.hpp"
 #include "rafter/collector/run_record.hpp"
 
@@ -219,4 +220,36 @@ TEST(RunRecord, BrokenFieldIsNamed) {
   } catch (const FormatError& e) {
     EXPECT_STREQ(e.what(), "run.json.records[0].shape.m: expected an integer");
   }
+}
+
+// Found by the fuzz targets (fuzz/regressions/machine_json, roofline_report): numbers JSON allows
+// but no measurement has, and fields the roofline looks into that had no type check.
+TEST(MachineProfile, ImplausibleNumbersAndTypesAreFormatErrors) {
+  EXPECT_THROW(parse_json_text(R"({"a": 2e308})", "m.json"), FormatError);  // was nlohmann's out_of_range
+  for (const double v : {1e-300, 5e-324, 1e300, -1.0}) {
+    auto j = to_json(sample_profile());
+    j["ceilings"][0]["figure"]["value"] = v;
+    EXPECT_THROW(machine_profile_from_json(j), FormatError) << v;
+  }
+  auto j = to_json(sample_profile());
+  j["ceilings"][0]["params"] = 3;
+  EXPECT_THROW(machine_profile_from_json(j), FormatError);
+  j = to_json(sample_profile());
+  j["schema"]["version"] = nlohmann::json(std::uint64_t(1) << 63);  // would wrap to a negative int64
+  EXPECT_THROW(machine_profile_from_json(j), FormatError);
+}
+
+TEST(RunRecord, ImplausibleNumbersAndTypesAreFormatErrors) {
+  auto j = to_json(sample_run());
+  j["records"][0]["time"]["value"] = 5e-324;
+  EXPECT_THROW(run_from_json(j), FormatError);
+  j = to_json(sample_run());
+  j["records"][0]["bytes"][0]["bytes"] = -4096;
+  EXPECT_THROW(run_from_json(j), FormatError);
+  j = to_json(sample_run());
+  j["suite"]["phase"] = 3;
+  EXPECT_THROW(run_from_json(j), FormatError);
+  j = to_json(sample_run());
+  j["records"][0]["flops"] = {{"bf16", 0}};  // zero stays a valid quantity
+  EXPECT_NO_THROW(run_from_json(j));
 }

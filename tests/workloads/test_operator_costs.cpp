@@ -1,6 +1,8 @@
 // FLOPs and bytes of every catalogue operator against hand-computed values.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "rafter/collector/error.hpp"
 #include "rafter/workloads/operator.hpp"
 #include "rafter/workloads/precision.hpp"
@@ -240,4 +242,23 @@ TEST(Precision, TableIsTheOnePlace) {
   EXPECT_LT(check_tolerance("quantize", "nvfp4", false), precision_info("nvfp4").tolerance);
   EXPECT_DOUBLE_EQ(check_tolerance("quantize", "nvfp4", true), precision_info("nvfp4").tolerance);
   EXPECT_THROW(precision_info("fp7"), InputError);
+}
+
+// Found by fuzz_operator_cost (fuzz/regressions/operator_cost).
+TEST(OperatorCosts, ExtremeShapesStayFiniteOrAreRejected) {
+  // Causal softmax with more queries than keys: the first seq - kv_seq queries see nothing
+  // (the formula went negative): 4 keys, queries see 0,0,0,0,1,2,3,4 → 10 per head.
+  const auto sm = cost_of("attention_softmax", {{"batch", 1}, {"seq", 8}, {"kv_seq", 4}, {"heads", 1}}, "bf16");
+  EXPECT_DOUBLE_EQ(flops(sm, "fp32"), 5.0 * 10);
+  // 2^48 everywhere: closed-form pair count in double, no int64 product, no loop over seq.
+  const std::int64_t big = kMaxShapeValue;
+  const auto c = cost_of("attention_prefill", {{"batch", big}, {"seq", big}, {"heads", big}, {"kv_heads", big}, {"head_dim", big}},
+                         "bf16", "", kLevels);
+  EXPECT_TRUE(std::isfinite(flops(c, "bf16")) && flops(c, "bf16") > 0);
+  // A sequence shorter than one 16-row tile (std::clamp had lo > hi).
+  const auto short_seq = cost_of("attention_prefill", {{"seq", 8}, {"head_dim", 1 << 20}}, "bf16", "", kLevels);
+  for (const auto& b : short_seq.bytes) EXPECT_TRUE(std::isfinite(b.bytes) && b.bytes > 0) << b.level;
+  // Unfused QK and PV index K/V by head / (heads / kv_heads): heads must be a multiple.
+  EXPECT_THROW(cost_of("attention_qk", {{"heads", 3}, {"kv_heads", 2}}, "bf16"), InputError);
+  EXPECT_THROW(cost_of("attention_pv", {{"heads", 2}, {"kv_heads", 4}}, "bf16"), InputError);
 }

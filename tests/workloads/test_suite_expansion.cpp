@@ -278,3 +278,25 @@ TEST(SuiteExpansion, ShippedModelFilesAreValid) {
   EXPECT_NEAR(load_model("llama2-13b").parameters() / 1e9, 13.0, 0.1);
   EXPECT_NEAR(load_model("llama2-70b").parameters() / 1e9, 69.0, 0.1);
 }
+
+// Found by fuzz_model_json and fuzz_recipe_json (fuzz/regressions/model_json, recipe_json): sizes
+// whose products overflowed int64 (undefined behaviour) or a double → int64 cast out of range.
+TEST(SuiteExpansion, HugeModelsAreInputErrorsNotOverflows) {
+  auto json = nlohmann::json{{"name", "x"}, {"hidden", 4096}, {"heads", std::int64_t(1) << 40}, {"kv_heads", 1},
+                             {"head_dim", std::int64_t(1) << 40}, {"ffn", 1}, {"layers", 1}, {"vocab", 1}};
+  const ModelConfig m = model_from_json(json, "x.json");
+  EXPECT_TRUE(std::isfinite(m.parameters()));
+  SuiteConfig c;
+  c.seq = 256;
+  EXPECT_THROW(expand_suite(c, m, load_recipe("bf16")), InputError);
+  json["vocab"] = std::int64_t(1) << 49;
+  EXPECT_THROW(model_from_json(json, "x.json"), FormatError);
+  json["vocab"] = std::uint64_t(18446744073709551615ull);
+  EXPECT_THROW(model_from_json(json, "x.json"), FormatError);
+  nlohmann::json recipe = {{"name", "r"}, {"linear", {{"fwd", "bf16"}, {"bwd_input", "bf16"}, {"bwd_weight", "bf16"}}},
+                           {"attention", "bf16"}, {"elementwise", "bf16"}, {"head", "bf16"},
+                           {"bf16_layers", {{"first", INT64_MAX}, {"last", 1}}}};
+  EXPECT_THROW(recipe_from_json(recipe, "r.json"), FormatError);
+  recipe["bf16_layers"] = {{"first", -1}};
+  EXPECT_THROW(recipe_from_json(recipe, "r.json"), FormatError);
+}

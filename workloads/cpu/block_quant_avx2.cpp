@@ -2,7 +2,9 @@
 // thresholds (branch-free), scales are rounded to E4M3 / E8M0 by bit manipulation. Built twice
 // (AVX2 and baseline, cpu_kernel.hpp's "Twin builds"); block_quant.cpp calls the one that fits.
 // Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#ifndef __clang__  // a GCC pragma clang does not know; the clang build (RAFTER_FUZZ) needs no speed
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include "block_quant.hpp"
 
 #include "avx512_kernels.hpp"

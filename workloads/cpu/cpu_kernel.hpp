@@ -255,6 +255,14 @@ bool cpu_has_avx2();
 #define RAFTER_CPU_KERNELS_END
 #define RAFTER_CPU_BUILD baseline_build
 static inline bool kernel_build_runs_here() { return !cpu_has_avx2(); }
+#elif defined(__clang__)
+// Clang has no `#pragma GCC target`; its attribute pragma gives each function defined in the
+// region the same target, with the same scope (the fuzz build, RAFTER_FUZZ, is clang's).
+#define RAFTER_CPU_KERNELS_BEGIN \
+  _Pragma("clang attribute push (__attribute__((target(\"avx2,fma\"))), apply_to = function)")
+#define RAFTER_CPU_KERNELS_END _Pragma("clang attribute pop")
+#define RAFTER_CPU_BUILD avx2_build
+static inline bool kernel_build_runs_here() { return cpu_has_avx2(); }
 #else
 #define RAFTER_CPU_KERNELS_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
 #define RAFTER_CPU_KERNELS_END _Pragma("GCC pop_options")

@@ -2,7 +2,9 @@
 // P·V, all in fp32 registers/L1), the flash-style backward (scores recomputed), and the unfused
 // pieces (QKᵀ, scale + mask + softmax, P·V). Layouts as in src/attention_math.hpp.
 // Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#ifndef __clang__  // a GCC pragma clang does not know; the clang build (RAFTER_FUZZ) needs no speed
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include <algorithm>
 #include <cmath>
 
@@ -47,8 +49,8 @@ class AttentionFwdKernel : public Kernel {
   }
   void run() override {
     if (a_.q_len == 1) return run_decode();
-    const T *Q = inputs[0].as<T>(), *K = inputs[1].as<T>(), *V = inputs[2].as<T>();
-    T* O = outputs[0].as<T>();
+    const T *Q = inputs[0].template as<T>(), *K = inputs[1].template as<T>(), *V = inputs[2].template as<T>();
+    T* O = outputs[0].template as<T>();
     const float scale = float(a_.scale());
     parallel_for(a_.batch * a_.heads * a_.q_len, [&](std::int64_t lo, std::int64_t hi, int) {
       std::vector<float> s(static_cast<std::size_t>(a_.kv_len)), q(static_cast<std::size_t>(a_.d)), o(static_cast<std::size_t>(a_.d));
@@ -76,8 +78,8 @@ class AttentionFwdKernel : public Kernel {
   // walks the keys once for a contiguous range of heads: each key's heads are adjacent in memory
   // (one stream, no page-sized strides between consecutive reads).
   void run_decode() {
-    const T *Q = inputs[0].as<T>(), *K = inputs[1].as<T>(), *V = inputs[2].as<T>();
-    T* O = outputs[0].as<T>();
+    const T *Q = inputs[0].template as<T>(), *K = inputs[1].template as<T>(), *V = inputs[2].template as<T>();
+    T* O = outputs[0].template as<T>();
     const float scale = float(a_.scale());
     const std::int64_t H = a_.heads, n = a_.kv_len, d = a_.d;
     if constexpr (std::is_same_v<T, bf16>) {
@@ -141,7 +143,7 @@ class AttentionBwdKernel : public Kernel {
     details["algorithm"] = "native row-wise attention backward (scores recomputed)";
   }
   void run() override {
-    const T *Q = inputs[0].as<T>(), *K = inputs[1].as<T>(), *V = inputs[2].as<T>(), *dO = inputs[3].as<T>();
+    const T *Q = inputs[0].template as<T>(), *K = inputs[1].template as<T>(), *V = inputs[2].template as<T>(), *dO = inputs[3].template as<T>();
     const float scale = float(a_.scale());
     const std::int64_t group = a_.heads / a_.kv_heads, kvd = a_.kv_len * a_.d;
     // One work item per (batch, kv head): it owns that head's dK and dV, so nothing races.
@@ -157,8 +159,8 @@ class AttentionBwdKernel : public Kernel {
         for (std::int64_t j = 0; j < a_.kv_len; ++j)
           for (std::int64_t x = 0; x < a_.d; ++x) {
             const std::int64_t idx = ((b * a_.kv_len + j) * a_.kv_heads + hk) * a_.d + x;
-            st(outputs[1].as<T>(), idx, dk[std::size_t(j * a_.d + x)]);
-            st(outputs[2].as<T>(), idx, dv[std::size_t(j * a_.d + x)]);
+            st(outputs[1].template as<T>(), idx, dk[std::size_t(j * a_.d + x)]);
+            st(outputs[2].template as<T>(), idx, dv[std::size_t(j * a_.d + x)]);
           }
       }
     });
@@ -190,7 +192,7 @@ class AttentionBwdKernel : public Kernel {
         dvj[x] += p * ld(dO, qi + x);
       }
     }
-    for (std::int64_t x = 0; x < a_.d; ++x) st(outputs[0].as<T>(), qi + x, dq[std::size_t(x)]);
+    for (std::int64_t x = 0; x < a_.d; ++x) st(outputs[0].template as<T>(), qi + x, dq[std::size_t(x)]);
   }
   AttentionDims a_;
 };
@@ -237,13 +239,13 @@ class UnfusedKernel : public Kernel {
     const std::int64_t qoff = ((b * u_.s + i) * u_.h + h) * u_.d;
     auto koff = [&](std::int64_t j) { return ((b * u_.kv + j) * u_.hkv + h / (u_.h / u_.hkv)) * u_.d; };
     if (mode_ == 0) {
-      const T *Q = inputs[0].as<T>(), *K = inputs[1].as<T>();
+      const T *Q = inputs[0].template as<T>(), *K = inputs[1].template as<T>();
       for (std::int64_t j = 0; j < u_.kv; ++j) {
-        st(outputs[0].as<T>(), r * u_.kv + j, dot(Q + qoff, K + koff(j), u_.d));
+        st(outputs[0].template as<T>(), r * u_.kv + j, dot(Q + qoff, K + koff(j), u_.d));
       }
     } else if (mode_ == 1) {
-      const T* S = inputs[0].as<T>() + r * u_.kv;
-      T* P = outputs[0].as<T>() + r * u_.kv;
+      const T* S = inputs[0].template as<T>() + r * u_.kv;
+      T* P = outputs[0].template as<T>() + r * u_.kv;
       const float scale = 1.0f / std::sqrt(float(u_.d));
       const std::int64_t n = u_.causal ? std::min(u_.kv, i + (u_.kv - u_.s) + 1) : u_.kv;
       const float mx = row_max(S, n, scale);
@@ -251,13 +253,13 @@ class UnfusedKernel : public Kernel {
       for (std::int64_t j = 0; j < n; ++j) sum += (acc[j] = fast_exp(ld(S, j) * scale - mx));
       for (std::int64_t j = 0; j < u_.kv; ++j) st(P, j, j < n ? acc[j] / sum : 0.0f);
     } else {
-      const T *P = inputs[0].as<T>() + r * u_.kv, *V = inputs[1].as<T>();
+      const T *P = inputs[0].template as<T>() + r * u_.kv, *V = inputs[1].template as<T>();
       std::fill(acc, acc + u_.d, 0.0f);
       for (std::int64_t j = 0; j < u_.kv; ++j) {
         const float p = ld(P, j);
         for (std::int64_t x = 0; x < u_.d; ++x) acc[x] += p * ld(V, koff(j) + x);
       }
-      for (std::int64_t x = 0; x < u_.d; ++x) st(outputs[0].as<T>(), qoff + x, acc[x]);
+      for (std::int64_t x = 0; x < u_.d; ++x) st(outputs[0].template as<T>(), qoff + x, acc[x]);
     }
   }
   Unfused u_;

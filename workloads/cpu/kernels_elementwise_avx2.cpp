@@ -2,7 +2,9 @@
 // softmax, rope. fp32 arithmetic on fp32, bf16 or fp16 storage; rows split across the pinned pool; the
 // inner loops are plain and branch-free so that the compiler vectorizes them.
 // Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#ifndef __clang__  // a GCC pragma clang does not know; the clang build (RAFTER_FUZZ) needs no speed
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,9 +33,9 @@ class RmsNormKernel : public Kernel {
     }
   }
   void run() override {
-    const T *x = inputs[0].as<T>(), *w = inputs[1].as<T>();
+    const T *x = inputs[0].template as<T>(), *w = inputs[1].template as<T>();
     if (!bwd_) {
-      T* y = outputs[0].as<T>();
+      T* y = outputs[0].template as<T>();
       parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
         if constexpr (has_avx512_rows<T>) {
           if (avx512::available()) {
@@ -53,8 +55,8 @@ class RmsNormKernel : public Kernel {
       }, row_grain(h_));
       return;
     }
-    const T* dy = inputs[2].as<T>();
-    T* dx = outputs[0].as<T>();
+    const T* dy = inputs[2].template as<T>();
+    T* dx = outputs[0].template as<T>();
     const int threads = pool_threads();
     std::vector<std::vector<float>> dw_part(std::size_t(threads), std::vector<float>(std::size_t(h_), 0.0f));
     parallel_for(t_, [&](std::int64_t b, std::int64_t e, int wk) {
@@ -84,7 +86,7 @@ class RmsNormKernel : public Kernel {
         }
       }
     }, row_grain(h_));
-    float* dw = outputs[1].as<float>();
+    float* dw = outputs[1].template as<float>();
     for (std::int64_t i = 0; i < h_; ++i) {
       float s = 0;
       for (const auto& p : dw_part) s += p[std::size_t(i)];
@@ -111,9 +113,9 @@ class SwigluKernel : public Kernel {
     }
   }
   void run() override {
-    const T* gu = inputs[0].as<T>();
-    const T* dy = bwd_ ? inputs[1].as<T>() : nullptr;
-    T* out = outputs[0].as<T>();
+    const T* gu = inputs[0].template as<T>();
+    const T* dy = bwd_ ? inputs[1].template as<T>() : nullptr;
+    T* out = outputs[0].template as<T>();
     const std::int64_t f = f_;
     const bool bwd = bwd_;
     // Everything by value: no store can alias the loop's bounds or pointers.
@@ -165,8 +167,8 @@ class ResidualKernel : public Kernel {
     outputs.push_back(make_tensor("y", dtype_of<T>(), {t, h}));
   }
   void run() override {
-    const T *a = inputs[0].as<T>(), *b = inputs[1].as<T>();
-    T* y = outputs[0].as<T>();
+    const T *a = inputs[0].template as<T>(), *b = inputs[1].template as<T>();
+    T* y = outputs[0].template as<T>();
     parallel_for(n_, [&](std::int64_t lo, std::int64_t hi, int) {
       if constexpr (has_avx512_rows<T>)
         if (avx512::available()) return avx512::add(a + lo, b + lo, y + lo, hi - lo);
@@ -186,8 +188,8 @@ class SoftmaxKernel : public Kernel {
     outputs.push_back(make_tensor("y", dtype_of<T>(), {r_, c_}));
   }
   void run() override {
-    const T* x = inputs[0].as<T>();
-    T* y = outputs[0].as<T>();
+    const T* x = inputs[0].template as<T>();
+    T* y = outputs[0].template as<T>();
     // One exp per element: exps go to a row buffer (L1/L2) and are scaled on the way out.
     parallel_for(r_, [&](std::int64_t b, std::int64_t e, int) {
       std::vector<float> ex(static_cast<std::size_t>(c_));
@@ -233,8 +235,8 @@ class RopeKernel : public Kernel {
       }
   }
   void run() override {
-    const T* x = inputs[0].as<T>();
-    T* y = outputs[0].as<T>();
+    const T* x = inputs[0].template as<T>();
+    T* y = outputs[0].template as<T>();
     const std::int64_t half = d_ / 2;
     const bool simd = has_avx512_rows<T> && avx512::available() && half % 16 == 0;
     parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {

@@ -9,7 +9,9 @@
 // and dg_t = Σ_{τ≥t} (q_τ∘dq_τ − k_τ∘dk_τ) summed in fp32 from the unrounded gradients (q∘dq of
 // the head kept in an fp32 buffer between the walks). Every exponent is ≤ 0: no overflow however
 // small the gates. Derivation and the FP64 reference it is checked against: workloads/src/ops_gla.cpp.
+#ifndef __clang__  // a GCC pragma clang does not know; the clang build (RAFTER_FUZZ) needs no speed
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include <cmath>
 
 #include "gla_kernel.hpp"
@@ -59,8 +61,8 @@ class GlaBwdKernel : public GlaKernelBase {
   }
 
  private:
-  const T* in(int i) const { return inputs[std::size_t(i)].as<T>(); }
-  T* out(int i) const { return outputs[std::size_t(i)].as<T>(); }
+  const T* in(int i) const { return inputs[std::size_t(i)].template as<T>(); }
+  T* out(int i) const { return outputs[std::size_t(i)].template as<T>(); }
 
   // Converts the chunk starting at t0 to fp32 (q, k, v, the cumulative log-gates, and dO).
   void load_chunk(std::int64_t b, std::int64_t h, std::int64_t t0, GlaBwdScratch& w) const {

@@ -2,7 +2,9 @@
 // the fp32 state, row by row: S'_i = e^{g_i}·S_i + k_i·v, o += q_i·S'_i. The state (dk·dv·4 bytes
 // read and written) dominates the traffic, so the pass reads each state row once and the output
 // accumulates while the new row is still in registers / L1. Rows vectorize over dv.
+#ifndef __clang__  // a GCC pragma clang does not know; the clang build (RAFTER_FUZZ) needs no speed
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include <cmath>
 
 #include "cpu_kernel.hpp"
@@ -37,9 +39,9 @@ class GlaDecodeKernel : public Kernel {
 
  private:
   void step(std::int64_t bh, float* v, float* o) const {
-    const T *q = inputs[0].as<T>(), *k = inputs[1].as<T>(), *vs = inputs[2].as<T>(), *g = inputs[3].as<T>();
-    const float* S = inputs[4].as<float>() + bh * dk_ * dv_;
-    float* S_out = outputs[1].as<float>() + bh * dk_ * dv_;
+    const T *q = inputs[0].template as<T>(), *k = inputs[1].template as<T>(), *vs = inputs[2].template as<T>(), *g = inputs[3].template as<T>();
+    const float* S = inputs[4].template as<float>() + bh * dk_ * dv_;
+    float* S_out = outputs[1].template as<float>() + bh * dk_ * dv_;
     for (std::int64_t j = 0; j < dv_; ++j) {
       v[j] = ld(vs, bh * dv_ + j);
       o[j] = 0.0f;
@@ -54,7 +56,7 @@ class GlaDecodeKernel : public Kernel {
         o[j] += qi * s;
       }
     }
-    T* out = outputs[0].as<T>();
+    T* out = outputs[0].template as<T>();
     for (std::int64_t j = 0; j < dv_; ++j) st(out, bh * dv_ + j, o[j]);
   }
   std::int64_t B_, H_, dk_, dv_;

@@ -1,7 +1,9 @@
 // Native CPU kernels of embedding (gather / scatter-add), cross_entropy (fused log-softmax,
 // fwd/bwd) and the AdamW step (FP32 master weights and moments, low-precision gradient and copy).
 // Comparisons may not trap and sqrt sets no errno: lets the compiler if-convert and vectorize.
+#ifndef __clang__  // a GCC pragma clang does not know; the clang build (RAFTER_FUZZ) needs no speed
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -35,10 +37,10 @@ class EmbeddingKernel : public Kernel {
     if (bwd_) std::memcpy(outputs[0].buffer.data(), inputs[2].buffer.data(), outputs[0].size() * 4);
   }
   void run() override {
-    const auto* ids = inputs[0].as<std::int32_t>();
+    const auto* ids = inputs[0].template as<std::int32_t>();
     if (!bwd_) {
-      const T* table = inputs[1].as<T>();
-      T* y = outputs[0].as<T>();
+      const T* table = inputs[1].template as<T>();
+      T* y = outputs[0].template as<T>();
       const bool simd = avx512::available();
       parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
         for (std::int64_t r = b; r < e; ++r) {
@@ -51,8 +53,8 @@ class EmbeddingKernel : public Kernel {
       }, row_grain(h_));
       return;
     }
-    const T* dy = inputs[1].as<T>();
-    float* dW = outputs[0].as<float>();
+    const T* dy = inputs[1].template as<T>();
+    float* dW = outputs[0].template as<float>();
     // Threads own column slices: repeated ids never race.
     parallel_for(h_, [&](std::int64_t c0, std::int64_t c1, int) {
       for (std::int64_t r = 0; r < t_; ++r) {
@@ -78,14 +80,14 @@ class CrossEntropyKernel : public Kernel {
     else outputs.push_back(make_tensor("loss", DType::F32, {t_}));
   }
   void run() override {
-    const T* z = inputs[0].as<T>();
-    const auto* labels = inputs[1].as<std::int32_t>();
+    const T* z = inputs[0].template as<T>();
+    const auto* labels = inputs[1].template as<std::int32_t>();
     parallel_for(t_, [&](std::int64_t b, std::int64_t e, int) {
       if constexpr (has_avx512_rows<T>) {
         // Backward: dz = softmax(z) − onehot(label), so the softmax kernel (one exp per value,
         // each row read once from DRAM) and then the labels' entries.
         if (bwd_ && avx512::available()) {
-          T* d = outputs[0].as<T>();
+          T* d = outputs[0].template as<T>();
           std::vector<float> scratch(static_cast<std::size_t>(v_ + 16));
           avx512::softmax_rows(z + b * v_, d + b * v_, e - b, v_, scratch.data());
           for (std::int64_t r = b; r < e; ++r) st(d + r * v_, labels[r], ld(d + r * v_, labels[r]) - 1.0f);
@@ -100,10 +102,10 @@ class CrossEntropyKernel : public Kernel {
             float mx = 0;
             const float lse = avx512::logsumexp(zr, v_, &mx, r + 1 < e ? zr + v_ : nullptr);
             if (!bwd_) {
-              outputs[0].as<float>()[r] = lse - ld(zr, label);
+              outputs[0].template as<float>()[r] = lse - ld(zr, label);
               continue;
             }
-            T* d = outputs[0].as<T>() + r * v_;
+            T* d = outputs[0].template as<T>() + r * v_;
             avx512::scaled_exp(zr, d, v_, mx, std::exp(mx - lse));
             _mm_sfence();  // the streamed row is read back below
             st(d, label, ld(d, label) - 1.0f);
@@ -112,10 +114,10 @@ class CrossEntropyKernel : public Kernel {
         }
         const float mx = row_max(zr, v_), sum = sum_exp(zr, v_, mx);
         if (!bwd_) {
-          outputs[0].as<float>()[r] = std::log(sum) + mx - ld(zr, label);
+          outputs[0].template as<float>()[r] = std::log(sum) + mx - ld(zr, label);
           continue;
         }
-        T* d = outputs[0].as<T>() + r * v_;
+        T* d = outputs[0].template as<T>() + r * v_;
         const float inv = 1.0f / sum;
         for (std::int64_t j = 0; j < v_; ++j) st(d, j, fast_exp(ld(zr, j) - mx) * inv);
         st(d, label, ld(d, label) - 1.0f);
@@ -149,9 +151,9 @@ class AdamwKernel : public Kernel {
     const float b1 = float(hp.beta1), b2 = float(hp.beta2), lr = float(hp.lr), eps = float(hp.eps),
                 wd = float(hp.weight_decay);
     const float c1 = 1.0f / float(1 - std::pow(hp.beta1, hp.step)), c2 = 1.0f / float(1 - std::pow(hp.beta2, hp.step));
-    float *p = outputs[0].as<float>(), *m = outputs[1].as<float>(), *v = outputs[2].as<float>();
-    const T* g = inputs[3].as<T>();
-    T* copy = outputs[3].as<T>();
+    float *p = outputs[0].template as<float>(), *m = outputs[1].template as<float>(), *v = outputs[2].template as<float>();
+    const T* g = inputs[3].template as<T>();
+    T* copy = outputs[3].template as<T>();
     // Pointers copied into the lambda: captured by reference, stores to m/v could alias them and
     // the loop would not vectorize. sqrt goes through _mm256_sqrt_ps (_mm_sqrt_ps in the baseline
     // build): std::sqrt may set errno, which keeps the compiler from vectorizing a loop around it.

@@ -2,11 +2,20 @@
 // Layouts: Q/O [batch, q_len, heads, d], K/V [batch, kv_len, kv_heads, d] (token-major, as the
 // projections write them). Query i sees key j when !causal or j <= i + (kv_len - q_len).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 namespace rafter::workloads::detail {
+
+// Unmasked (query, key) pairs under a causal mask whose last query sees every key: the sum over
+// queries of clamp(i + kv - q + 1, 0, kv), in closed form and in double (a loop over 2^48 queries
+// would never end, and the count overflows int64 long before).
+inline double causal_pairs(double q_len, double kv_len) {
+  if (kv_len >= q_len) return q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2;
+  return kv_len * (kv_len + 1) / 2;  // the first q - kv queries see no key
+}
 
 struct AttentionDims {
   std::int64_t batch, q_len, kv_len, heads, kv_heads, d;
@@ -18,15 +27,11 @@ struct AttentionDims {
     return ((b * kv_len + j) * kv_heads + h / (heads / kv_heads)) * d;
   }
   std::int64_t visible(std::int64_t i) const {  // number of keys query i sees
-    return causal ? std::min(kv_len, i + (kv_len - q_len) + 1) : kv_len;
+    return causal ? std::clamp<std::int64_t>(i + (kv_len - q_len) + 1, 0, kv_len) : kv_len;
   }
   double scale() const { return 1.0 / std::sqrt(static_cast<double>(d)); }
   // Unmasked (query, key) pairs of one head of one sequence.
-  double pairs_per_head() const {
-    double p = 0;
-    for (std::int64_t i = 0; i < q_len; ++i) p += static_cast<double>(visible(i));
-    return p;
-  }
+  double pairs_per_head() const { return causal ? causal_pairs(double(q_len), double(kv_len)) : double(q_len) * double(kv_len); }
 };
 
 // Softmax probabilities of query (b, i, h) over its visible keys.

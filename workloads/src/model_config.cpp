@@ -6,6 +6,7 @@
 
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/json_io.hpp"
+#include "rafter/workloads/operator.hpp"
 #include "rafter/workloads/precision.hpp"
 #include "rafter/workloads/suite.hpp"
 
@@ -29,9 +30,19 @@ std::int64_t positive(const JsonReader& r, std::string_view key) {
   const auto& j = r.raw();
   if (!j.contains(std::string(key))) r.fail(key, "missing");
   const auto& v = j.at(std::string(key));
-  if (!v.is_number_integer()) r.fail(key, "expected a positive integer");
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(kMaxShapeValue)))
+    r.fail(key, v.is_number_integer() ? "too large (at most 2^48)" : "expected a positive integer");
   const auto x = v.get<std::int64_t>();
   if (x <= 0) r.fail(key, fmt::format("expected a positive integer, got {}", x));
+  // Sizes become shape values (operators take at most 2^48), and products of a few stay finite.
+  if (x > kMaxShapeValue) r.fail(key, fmt::format("{} is too large (at most 2^48)", x));
+  return x;
+}
+
+// An optional count (layers kept in BF16, hot channels): 0 when absent, never negative.
+std::int64_t count_field(const JsonReader& r, std::string_view key) {
+  const std::int64_t x = r.integer_or(key, 0);
+  if (x < 0 || x > kMaxShapeValue) r.fail(key, fmt::format("expected a count in [0, 2^48], got {}", x));
   return x;
 }
 
@@ -72,12 +83,13 @@ std::string precision_field(const JsonReader& r, std::string_view key) {
 double ModelConfig::layer_parameters() const {
   const double H = double(hidden);
   if (architecture == "gla") {
-    const double dk = double(heads * head_dim), dv = double(heads * head_dim_v);
+    const double dk = double(heads) * double(head_dim), dv = double(heads) * double(head_dim_v);
     // q, k (H·dk each), v, output gate (H·dv each), o (dv·H), low-rank forget gate (H·r + r·dk), norms
     return 2 * H * dk + 2 * H * dv + dv * H + H * gate_low_rank + gate_low_rank * dk + 3 * H * ffn + 2 * H +
            double(head_dim_v);
   }
-  const double attn = H * double(heads + 2 * kv_heads) * double(head_dim) + double(heads * head_dim) * H;
+  // In double: a model file's sizes may multiply beyond int64 (model_from_json bounds each by 2^48).
+  const double attn = H * (double(heads) + 2 * double(kv_heads)) * double(head_dim) + double(heads) * double(head_dim) * H;
   return attn + 3 * H * double(ffn) + 2 * H;
 }
 
@@ -137,8 +149,8 @@ Recipe recipe_from_json(const nlohmann::json& j, std::string_view origin) {
   rc.head = precision_field(r, "head");
   if (r.has("bf16_layers")) {
     const JsonReader b = r.object("bf16_layers");
-    rc.bf16_first_layers = b.integer_or("first", 0);
-    rc.bf16_last_layers = b.integer_or("last", 0);
+    rc.bf16_first_layers = count_field(b, "first");
+    rc.bf16_last_layers = count_field(b, "last");
   }
   rc.quantize_ops = r.boolean_or("quantize_ops", false);
   if (rc.quantize_ops) {
@@ -150,7 +162,7 @@ Recipe recipe_from_json(const nlohmann::json& j, std::string_view origin) {
     rc.rht_on_wgrad = q.boolean_or("rht_on_wgrad", false);
     rc.stochastic_rounding_on_grad = q.boolean_or("stochastic_rounding_on_grad", false);
   }
-  rc.hot_channels = r.integer_or("hot_channel_patch", 0);
+  rc.hot_channels = count_field(r, "hot_channel_patch");
   return rc;
 }
 

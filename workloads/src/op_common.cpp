@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
+
+#include "rafter/collector/error.hpp"
 
 namespace rafter::workloads::detail {
 
@@ -106,6 +109,12 @@ HostTensor empty_tensor(std::string name, std::vector<std::int64_t> dims) {
 }
 
 std::int64_t check_dim(std::int64_t value, std::int64_t cap) { return std::min(value, cap); }
+
+void check_head_groups(const OpInstance& inst) {
+  const auto h = shape_value(inst, "heads"), kvh = shape_value(inst, "kv_heads");
+  if (kvh <= 0 || h % kvh != 0)
+    throw InputError(fmt::format("{}: heads={} is not a multiple of kv_heads={}", inst.op, h, kvh));
+}
 
 void check_gqa_heads(OpInstance& small, const OpInstance& full, std::int64_t max_group) {
   const auto group = full.shape.at("heads") / full.shape.at("kv_heads");

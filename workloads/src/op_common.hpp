@@ -81,6 +81,8 @@ HostTensor empty_tensor(std::string name, std::vector<std::int64_t> dims);
 std::size_t element_count(const std::vector<std::int64_t>& dims);
 // Reduces a dimension for the FP64 check: min(value, cap), at least `floor_value`.
 std::int64_t check_dim(std::int64_t value, std::int64_t cap);
+// Grouped-query attention: heads a multiple of kv_heads (InputError naming the operator otherwise).
+void check_head_groups(const OpInstance& inst);
 // Check shapes of grouped-query attention: at most 2 KV heads, each with at most max_group query
 // heads (the group size of the full shape kept where it is smaller).
 void check_gqa_heads(OpInstance& small, const OpInstance& full, std::int64_t max_group);

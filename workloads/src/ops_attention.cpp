@@ -20,12 +20,6 @@ using detail::AttentionDims;
 
 std::vector<std::string> attention_precisions() { return {"bf16", "fp16", "fp32", "fp8_e4m3"}; }
 
-void check_heads(const OpInstance& inst) {
-  const auto h = shape_value(inst, "heads"), kvh = shape_value(inst, "kv_heads");
-  if (h % kvh != 0)
-    throw InputError(fmt::format("{}: heads={} is not a multiple of kv_heads={}", inst.op, h, kvh));
-}
-
 AttentionDims prefill_dims(const OpInstance& inst) {
   return {shape_value(inst, "batch"), shape_value(inst, "seq"),      shape_value(inst, "seq"),
           shape_value(inst, "heads"), shape_value(inst, "kv_heads"), shape_value(inst, "head_dim"),
@@ -46,7 +40,8 @@ std::vector<LevelBytes> flash_traffic(const std::vector<MemoryLevel>& levels, co
   return detail::level_traffic(levels, [&](double inner) {
     const double kv_head_bytes = 2.0 * a.kv_len * a.d * e;
     if (inner > 0 && kv_head_bytes <= inner) return compulsory;
-    const double rows = inner > 0 ? std::clamp(inner / (a.d * (e + 4.0) * 2.0), 16.0, double(a.q_len)) : 16.0;
+    // At least a 16-row tile, at most the whole sequence (a sequence shorter than one tile is one block).
+    const double rows = std::min(inner > 0 ? std::max(inner / (a.d * (e + 4.0) * 2.0), 16.0) : 16.0, double(a.q_len));
     const double blocks = std::ceil(a.q_len / rows) * (a.causal && a.q_len > rows ? 0.5 : 1.0);
     const double kv = kv_once * (a.heads / double(a.kv_heads)) * std::max(1.0, blocks);
     return std::max(compulsory, qo + kv);
@@ -66,11 +61,11 @@ class AttentionPrefillOp : public detail::CatalogueOp {
                     prefill_params(), attention_precisions()) {}
   void validate(const OpInstance& inst) const override {
     OperatorDef::validate(inst);
-    check_heads(inst);
+    detail::check_head_groups(inst);
   }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto a = prefill_dims(inst);
-    const double e = detail::element_bytes(inst), P = a.batch * a.heads * a.pairs_per_head();
+    const double e = detail::element_bytes(inst), P = double(a.batch) * double(a.heads) * a.pairs_per_head();
     Cost c;
     c.flops[std::string(precision_info(inst.precision).compute_class)] = 4.0 * P * a.d;
     c.flops["fp32"] += 5.0 * P;
@@ -112,7 +107,7 @@ class AttentionDecodeOp : public detail::CatalogueOp {
                     attention_precisions()) {}
   void validate(const OpInstance& inst) const override {
     OperatorDef::validate(inst);
-    check_heads(inst);
+    detail::check_head_groups(inst);
   }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto a = decode_dims(inst);
@@ -158,11 +153,11 @@ class AttentionBackwardOp : public detail::CatalogueOp {
                     prefill_params(), attention_precisions(), {"bwd"}) {}
   void validate(const OpInstance& inst) const override {
     OperatorDef::validate(inst);
-    check_heads(inst);
+    detail::check_head_groups(inst);
   }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto a = prefill_dims(inst);
-    const double e = detail::element_bytes(inst), P = a.batch * a.heads * a.pairs_per_head();
+    const double e = detail::element_bytes(inst), P = double(a.batch) * double(a.heads) * a.pairs_per_head();
     Cost c;
     c.flops[std::string(precision_info(inst.precision).compute_class)] = 10.0 * P * a.d;
     c.flops["fp32"] += 8.0 * P;

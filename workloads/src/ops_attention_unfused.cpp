@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attention_math.hpp"
 #include "op_common.hpp"
 
 namespace rafter::workloads {
@@ -75,9 +76,13 @@ class AttentionQkOp : public detail::CatalogueOp {
   AttentionQkOp()
       : CatalogueOp("attention_qk", "unfused attention scores S = Q·Kᵀ", base_params(true, false),
                     {"bf16", "fp16", "fp32"}) {}
+  void validate(const OpInstance& inst) const override {
+    OperatorDef::validate(inst);
+    detail::check_head_groups(inst);  // K/V rows are indexed by head / (heads / kv_heads)
+  }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto a = dims_of(inst);  // [s × d]·[d × kv] per (batch, head)
-    return batched_gemm_cost(inst, levels, {double(a.s), double(a.kv), double(a.d), double(a.b * a.h)},
+    return batched_gemm_cost(inst, levels, {double(a.s), double(a.kv), double(a.d), double(a.b) * double(a.h)},
                              double(a.b) * a.s * a.h * a.d, double(a.b) * a.kv * a.hkv * a.d,
                              double(a.b) * a.h * a.s * a.kv);
   }
@@ -116,7 +121,7 @@ class AttentionSoftmaxOp : public detail::CatalogueOp {
     // Under a causal mask a row reads and exponentiates only its visible scores (query i sees keys up
     // to i + kv - s); every score is written (masked ones as zeros).
     const double s = double(a.s), kv = double(a.kv);
-    const double visible = double(a.b) * a.h * (a.causal ? s * (kv - s) + s * (s + 1) / 2 : s * kv);
+    const double visible = double(a.b) * a.h * (a.causal ? detail::causal_pairs(s, kv) : s * kv);
     Cost c;
     c.flops["fp32"] = 5.0 * visible;
     c.compulsory_bytes = visible * e + n * e;
@@ -155,9 +160,13 @@ class AttentionPvOp : public detail::CatalogueOp {
   AttentionPvOp()
       : CatalogueOp("attention_pv", "unfused attention output O = P·V", base_params(true, false),
                     {"bf16", "fp16", "fp32"}) {}
+  void validate(const OpInstance& inst) const override {
+    OperatorDef::validate(inst);
+    detail::check_head_groups(inst);  // K/V rows are indexed by head / (heads / kv_heads)
+  }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto a = dims_of(inst);  // [s × kv]·[kv × d] per (batch, head)
-    return batched_gemm_cost(inst, levels, {double(a.s), double(a.d), double(a.kv), double(a.b * a.h)},
+    return batched_gemm_cost(inst, levels, {double(a.s), double(a.d), double(a.kv), double(a.b) * double(a.h)},
                              double(a.b) * a.h * a.s * a.kv, double(a.b) * a.kv * a.hkv * a.d,
                              double(a.b) * a.s * a.h * a.d);
   }

@@ -60,7 +60,9 @@ void OperatorDef::validate(const OpInstance& inst) const {
     throw InputError(fmt::format("operator '{}' has no phase '{}' (has: {})", name(), inst.phase,
                                  fmt::join(ph, ", ")));
   const auto specs = params();
-  for (const auto& [key, value] : inst.shape) {
+  for (const auto& param : inst.shape) {
+    const std::string& key = param.first;  // not a structured binding: clang 14 cannot capture one
+    const std::int64_t value = param.second;
     auto it = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& p) { return p.name == key; });
     if (it == specs.end())
       throw InputError(fmt::format("operator '{}' has no shape parameter '{}'", name(), key));
@@ -68,6 +70,8 @@ void OperatorDef::validate(const OpInstance& inst) const {
       throw InputError(fmt::format("operator '{}': {} must be 0 or 1, got {}", name(), key, value));
     if (!it->flag && value <= 0)
       throw InputError(fmt::format("operator '{}': {} must be positive, got {}", name(), key, value));
+    if (value > kMaxShapeValue)
+      throw InputError(fmt::format("operator '{}': {} = {} is too large (at most 2^48)", name(), key, value));
   }
 }
 

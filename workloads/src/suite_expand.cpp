@@ -9,6 +9,9 @@
 // gradients. Prefill computes logits for the last token of each sequence only.
 #include <fmt/format.h>
 
+#include <initializer_list>
+#include <string_view>
+
 #include "rafter/collector/error.hpp"
 #include "rafter/workloads/suite.hpp"
 
@@ -32,6 +35,25 @@ struct Ctx {
   std::int64_t tokens;  // rows of every per-token operator
   bool train;
 };
+
+// A shape value made of model sizes and the step's batch and seq. The product is checked in double
+// first: an absurd model (heads × head_dim beyond 2^63) must be an InputError, not a wrapped int64.
+std::int64_t size_of(std::initializer_list<std::int64_t> factors, std::string_view what) {
+  double p = 1;
+  for (const auto f : factors) p *= double(f);
+  if (!(p <= double(kMaxShapeValue)))
+    throw InputError(fmt::format("{} = {:.4g} is too large for a shape (at most 2^48)", what, p));
+  std::int64_t exact = 1;
+  for (const auto f : factors) exact *= f;  // cannot overflow: within 2^48 up to double's rounding
+  return exact;
+}
+
+// A count of elements computed in double (parameters): checked before it becomes a shape value.
+std::int64_t size_of(double v, std::string_view what) {
+  if (!(v >= 0 && v <= double(kMaxShapeValue)))
+    throw InputError(fmt::format("{} = {:.4g} is too large for a shape (at most 2^48)", what, v));
+  return static_cast<std::int64_t>(v);
+}
 
 bool low_precision(const std::string& p) { return p != "bf16" && p != "fp32" && p != "fp16" && p != "fp64"; }
 
@@ -70,7 +92,7 @@ void linear(const Ctx& c, const std::string& label, std::int64_t n, std::int64_t
 void tp_all_reduce(const Ctx& c, const std::string& label, std::string phase, double count) {
   if (c.cfg.tp <= 1) return;
   c.emit("all_reduce", label, std::move(phase),
-         {{"elements", c.tokens * c.m.hidden}, {"ranks", c.cfg.tp}, {"inter_node", c.cfg.tp > 8 ? 1 : 0}},
+         {{"elements", size_of({c.tokens, c.m.hidden}, "tokens x hidden")}, {"ranks", c.cfg.tp}, {"inter_node", c.cfg.tp > 8 ? 1 : 0}},
          c.r.elementwise, count);
 }
 
@@ -82,7 +104,7 @@ void elementwise(const Ctx& c, const std::string& op, const std::string& label, 
 void attention_mixer(const Ctx& c, bool quantized, double count) {
   const auto& m = c.m;
   const std::int64_t t = c.cfg.tp, h = m.heads / t, kv = m.kv_heads / t, d = m.head_dim, T = c.tokens;
-  linear(c, "layer.attn.qkv_proj", (h + 2 * kv) * d, m.hidden, quantized, count);
+  linear(c, "layer.attn.qkv_proj", size_of({h + 2 * kv, d}, "qkv width"), m.hidden, quantized, count);
   const std::int64_t positions = c.cfg.phase == "decode" ? c.cfg.kv_len : c.cfg.seq;
   elementwise(c, "rope", "layer.attn.rope", {{"tokens", T}, {"heads", h + kv}, {"head_dim", d}, {"seq", positions}}, count);
   if (c.cfg.phase == "decode") {
@@ -94,16 +116,16 @@ void attention_mixer(const Ctx& c, bool quantized, double count) {
     c.emit("attention_prefill", "layer.attn.core", "fwd", s, c.r.attention, count);
     if (c.train) c.emit("attention_backward", "layer.attn.core", "bwd", s, c.r.attention, count);
   }
-  linear(c, "layer.attn.o_proj", m.hidden, h * d, quantized, count);
+  linear(c, "layer.attn.o_proj", m.hidden, size_of({h, d}, "heads x head_dim"), quantized, count);
 }
 
 void gla_mixer(const Ctx& c, bool quantized, double count) {
   const auto& m = c.m;
   const std::int64_t t = c.cfg.tp, h = m.heads / t, dk = m.head_dim, dv = m.head_dim_v, T = c.tokens;
-  linear(c, "layer.gla.qkvg_proj", h * (2 * dk + 2 * dv), m.hidden, quantized, count);
+  linear(c, "layer.gla.qkvg_proj", size_of({h, 2 * dk + 2 * dv}, "qkvg width"), m.hidden, quantized, count);
   // The low-rank forget-gate projection stays in BF16 (rank 16: too thin for block scaling).
   linear(c, "layer.gla.gk_down", m.gate_low_rank, m.hidden, false, count);
-  linear(c, "layer.gla.gk_up", h * dk, m.gate_low_rank, false, count);
+  linear(c, "layer.gla.gk_up", size_of({h, dk}, "heads x head_dim"), m.gate_low_rank, false, count);
   if (c.cfg.phase == "decode") {
     // One recurrent step per sequence against its fp32 state: no KV cache, cost independent of kv_len.
     c.emit("gla_decode", "layer.gla.core", "fwd", {{"batch", c.cfg.batch}, {"heads", h}, {"head_dim_k", dk}, {"head_dim_v", dv}},
@@ -114,9 +136,10 @@ void gla_mixer(const Ctx& c, bool quantized, double count) {
     c.emit("gla_chunked", "layer.gla.core", "fwd", s, c.r.attention, count);
     if (c.train) c.emit("gla_chunked", "layer.gla.core", "bwd", s, c.r.attention, count);
   }
-  elementwise(c, "rmsnorm", "layer.gla.head_norm", {{"tokens", T * h}, {"hidden", dv}}, count);
-  elementwise(c, "swiglu", "layer.gla.output_gate", {{"tokens", T}, {"ffn", h * dv}}, count);
-  linear(c, "layer.gla.o_proj", m.hidden, h * dv, quantized, count);
+  const std::int64_t hdv = size_of({h, dv}, "heads x head_dim_v");
+  elementwise(c, "rmsnorm", "layer.gla.head_norm", {{"tokens", size_of({T, h}, "tokens x heads")}, {"hidden", dv}}, count);
+  elementwise(c, "swiglu", "layer.gla.output_gate", {{"tokens", T}, {"ffn", hdv}}, count);
+  linear(c, "layer.gla.o_proj", m.hidden, hdv, quantized, count);
 }
 
 void layers(const Ctx& c, bool quantized, double count) {
@@ -128,7 +151,7 @@ void layers(const Ctx& c, bool quantized, double count) {
   if (c.train) tp_all_reduce(c, "layer.attn.tp_all_reduce", "bwd", count);
   elementwise(c, "residual_add", "layer.attn_residual", {{"tokens", T}, {"hidden", H}}, count);
   elementwise(c, "rmsnorm", "layer.mlp_norm", {{"tokens", T}, {"hidden", H}}, count);
-  linear(c, "layer.mlp.gate_up_proj", 2 * f, H, quantized, count);
+  linear(c, "layer.mlp.gate_up_proj", size_of({2, f}, "2 x ffn"), H, quantized, count);
   elementwise(c, "swiglu", "layer.mlp.swiglu", {{"tokens", T}, {"ffn", f}}, count);
   linear(c, "layer.mlp.down_proj", H, f, quantized, count);
   tp_all_reduce(c, "layer.mlp.tp_all_reduce", "fwd", count);
@@ -162,11 +185,11 @@ void top(const Ctx& c) {
 void optimizer_and_data_parallel(const Ctx& c) {
   const auto& cfg = c.cfg;
   const double P = c.m.parameters() / double(cfg.tp);
-  const auto per_rank = static_cast<std::int64_t>(P / double(cfg.zero >= 1 ? cfg.dp : 1));
+  const auto per_rank = size_of(P / double(cfg.zero >= 1 ? cfg.dp : 1), "parameters per rank");
   c.emit("adamw", "optimizer", "step", {{"params", per_rank}}, c.r.elementwise, 1);
   if (cfg.dp <= 1) return;
-  const std::int64_t inter = cfg.tp * cfg.dp > 8 ? 1 : 0;
-  const auto all_params = static_cast<std::int64_t>(P);
+  const std::int64_t inter = double(cfg.tp) * double(cfg.dp) > 8 ? 1 : 0;
+  const auto all_params = size_of(P, "parameters");
   auto coll = [&](const char* op, const char* label, std::string phase, std::int64_t elements, double count) {
     c.emit(op, label, std::move(phase), {{"elements", elements}, {"ranks", cfg.dp}, {"inter_node", inter}}, "bf16", count);
   };
@@ -176,8 +199,8 @@ void optimizer_and_data_parallel(const Ctx& c) {
     coll("reduce_scatter", "zero.grad_reduce_scatter", "step", all_params, 1);
     coll("all_gather", "zero.param_all_gather", "step", all_params, 1);
   } else {
-    const auto layer = static_cast<std::int64_t>(c.m.layer_parameters() / double(cfg.tp));
-    const auto rest = all_params - layer * c.m.layers;
+    const auto layer = size_of(c.m.layer_parameters() / double(cfg.tp), "layer parameters");
+    const auto rest = size_of(double(all_params) - double(layer) * double(c.m.layers), "parameters outside the layers");
     coll("all_gather", "zero3.layer_param_all_gather", "fwd", layer, double(c.m.layers));
     coll("all_gather", "zero3.layer_param_all_gather", "bwd", layer, double(c.m.layers));
     coll("reduce_scatter", "zero3.layer_grad_reduce_scatter", "bwd", layer, double(c.m.layers));
@@ -213,7 +236,7 @@ std::vector<OpInstance> expand_suite(const SuiteConfig& config, const ModelConfi
   check_config(cfg, m);
   std::vector<OpInstance> out;
   const bool train = cfg.phase == "train";
-  const std::int64_t tokens = cfg.phase == "decode" ? cfg.batch : cfg.batch * cfg.seq;
+  const std::int64_t tokens = cfg.phase == "decode" ? cfg.batch : size_of({cfg.batch, cfg.seq}, "batch x seq");
   Ctx c{cfg, m, r, Emitter{out}, tokens, train};
   std::int64_t bf16_layers = std::min(m.layers, r.bf16_first_layers + r.bf16_last_layers);
   const bool any_low = low_precision(r.linear_fwd) || low_precision(r.linear_bwd_input) || low_precision(r.linear_bwd_weight);

@@ -22,6 +22,11 @@ void write_measured_file(const std::filesystem::path& path, std::string_view tex
 void check_writable(const std::filesystem::path& path);
 
 nlohmann::json read_json_file(const std::filesystem::path& path);  // InputError / FormatError
+// Parses JSON text; a syntax error is a FormatError naming `origin` (read_json_file's parser, kept
+// apart from the file so that the fuzz targets reach it without one).
+nlohmann::json parse_json_text(std::string_view text, std::string_view origin);
+
+inline constexpr double kMinQuantity = 1e-30, kMaxQuantity = 1e30;  // JsonReader::quantity's range
 
 // Typed access to a required or optional field; `where` is the path so far, e.g. "run.json: records[2]".
 // Errors read "<where>.<key>: missing" or "<where>.<key>: expected <type>".
@@ -33,6 +38,10 @@ class JsonReader {
   bool has(std::string_view key) const;
   double number(std::string_view key) const;
   double number_or(std::string_view key, double fallback) const;
+  // A physical quantity (FLOPs, bytes, seconds, rates, counts): 0 or within [1e-30, 1e30]. Beyond
+  // that no measurement lies, and the roofline's products and ratios of such figures stay finite.
+  double quantity(std::string_view key) const;
+  double quantity_or(std::string_view key, double fallback) const;
   std::int64_t integer(std::string_view key) const;
   std::int64_t integer_or(std::string_view key, std::int64_t fallback) const;
   std::string string(std::string_view key) const;

@@ -102,6 +102,15 @@ class OperatorRegistry {
   std::map<std::string, std::unique_ptr<OperatorDef>, std::less<>> ops_;
 };
 
+// The largest shape parameter accepted anywhere (2^48): far beyond any real tensor, and small
+// enough that products of a few parameters stay exact in double and the cost arithmetic finite.
+inline constexpr std::int64_t kMaxShapeValue = std::int64_t(1) << 48;
+
+// Parses `key=value,key=value` (`rafter profile --shape`): keys are identifiers, each at most
+// once; values decimal integers in [0, kMaxShapeValue] (0 for flags; whether a parameter may be 0
+// is the operator's validate()). Throws InputError naming the offending item.
+Shape parse_shape_string(std::string_view text);
+
 // A shape parameter, or `fallback` when absent.
 std::int64_t shape_value(const OpInstance& inst, std::string_view key, std::int64_t fallback = 0);
 // "m=4096 n=4096 k=4096" (parameters in name order).
