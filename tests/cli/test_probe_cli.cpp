@@ -97,15 +97,25 @@ void expect_physics(const rafter::MachineProfile& p) {
   const auto* l2 = find(p, K::Bandwidth, "L2", "load", "core");
   const auto* dram = find(p, K::Bandwidth, "DRAM", "load", "core");
   ASSERT_TRUE(l1 && l2 && dram);
-  if (l1->isa == "sse" || l1->isa == "scalar") {
-    // 16-byte (or 8-byte) loads cannot outrun what L2 feeds one core on current x86: held to SSE4.1
-    // on a Zen 4, one core read L1 at 102 and L2 at 108 GB/s. There L1 must only not be slower
-    // than L2 beyond noise.
-    EXPECT_GT(l1->figure.value, 0.8 * l2->figure.value);
-  } else {
-    EXPECT_GT(l1->figure.value, l2->figure.value);
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer every load of the bandwidth kernels is checked as well: one core's L1
+  // rate falls to L2's (39.5 vs 39.6 GB/s seen in CI), so the bandwidths' order says nothing here.
+  constexpr bool kLoadsChecked = true;
+#else
+  constexpr bool kLoadsChecked = false;
+#endif
+  if (!kLoadsChecked) {
+    if (l1->isa == "sse" || l1->isa == "scalar") {
+      // 16-byte (or 8-byte) loads cannot outrun what L2 feeds one core on current x86: held to
+      // SSE4.1 on a Zen 4, one core read L1 at 102 and L2 at 108 GB/s. There L1 must only not be
+      // slower than L2 beyond noise.
+      EXPECT_GT(l1->figure.value, 0.8 * l2->figure.value);
+    } else {
+      EXPECT_GT(l1->figure.value, l2->figure.value);
+    }
+    EXPECT_GT(l2->figure.value, dram->figure.value);
   }
-  EXPECT_GT(l2->figure.value, dram->figure.value);
+  // The latencies order under the sanitizer too: its check adds the same few cycles to every hop.
   const auto* lat1 = find(p, K::Latency, "L1", "chase", "core");
   const auto* lat2 = find(p, K::Latency, "L2", "chase", "core");
   const auto* latd = find(p, K::Latency, "DRAM", "chase", "core");
