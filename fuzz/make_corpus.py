@@ -28,8 +28,7 @@ def first_of_each(items, key, most):
 
 
 # Small seeds beside the full fixtures: one ceiling per kind, one record per (operator, status).
-# Every branch of the readers is still reached, at a fraction of the bytes a mutation re-parses
-# (the roofline_report target runs ~5x faster on them).
+# Every branch of the readers is still reached, at a fraction of the bytes each mutation re-parses.
 def small_machine(doc):
     doc["ceilings"] = first_of_each(doc["ceilings"], lambda c: c["kind"], 6)
     return doc
