@@ -134,8 +134,42 @@ __device__ __forceinline__ void stage_activations(const DecodeArgs& p, std::int6
   }
 }
 
-// The last CTA to finish a row group turns its FP32 sums into C and zeroes them for the next call.
-template <int MT>
+// NVFP4 weights fold the 2^126 of e2m1_pair_bits into the block scale as far as BF16's range
+// allows (scale·2^64 ≤ 448·2^64): one multiply per pair instead of two, giving the weight × 2^-62,
+// still exact and normal (≥ 0.5·2^-9·2^-62); the sums are scaled back by 2^62 at the end. MXFP4's
+// E8M0 scales reach 2^127, so its weights keep both multiplies.
+template <Fp4Kind K>
+constexpr float kWeightUnfold = K == Fp4Kind::Nvfp4 ? 0x1p62f : 1.0f;
+
+template <Fp4Kind K>
+__device__ __forceinline__ __nv_bfloat162 weight_scale_pair(std::uint8_t s) {
+  if constexpr (K == Fp4Kind::Nvfp4) {
+    const __half_raw h = __nv_cvt_fp8_to_halfraw(s, __NV_E4M3);
+    return __bfloat162bfloat162(__float2bfloat16(__half2float(__half(h)) * 0x1p64f));
+  } else {
+    return scale_pair<K>(s);
+  }
+}
+
+template <Fp4Kind K>
+__device__ __forceinline__ void decode_weights(uint4 v, __nv_bfloat162 s0, __nv_bfloat162 s1, unsigned (&out)[8][2]) {
+  if constexpr (K == Fp4Kind::Nvfp4) {
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        out[2 * j + t][0] = as_u32(__hmul2(as_bf162(e2m1_pair_bits(w[j] >> (8 * t))), j >= 2 ? s1 : s0));
+        out[2 * j + t][1] = as_u32(__hmul2(as_bf162(e2m1_pair_bits(w[j] >> (8 * t + 4))), j >= 2 ? s1 : s0));
+      }
+  } else {
+    decode_group<K>(v, s0, s1, out);
+  }
+}
+
+// The last CTA to finish a row group turns its FP32 sums into C and zeroes them for the next call;
+// each thread's loads are issued together (one L2 round trip, not one per element).
+template <int MT, Fp4Kind K>
 __device__ void finish_row_group(const DecodeArgs& p, std::int64_t batch, int* arrival) {
   __shared__ bool last;
   __threadfence();
@@ -147,13 +181,24 @@ __device__ void finish_row_group(const DecodeArgs& p, std::int64_t batch, int* a
   __syncthreads();
   if (!last) return;
   __threadfence();
+  constexpr int kPerThread = kRowsPerCta * MT * 8 / (kWarps * 32), kBatch = kPerThread < 8 ? kPerThread : 8;
   const std::int64_t row0 = std::int64_t(blockIdx.x) * kRowsPerCta;
-  for (int idx = threadIdx.x; idx < kRowsPerCta * p.m; idx += blockDim.x) {
-    const std::int64_t row = row0 + idx % kRowsPerCta, token = idx / kRowsPerCta;
-    if (row >= p.n) continue;
-    float* sum = p.partial + (batch * p.n + row) * (MT * 8) + token;
-    p.c[(batch * p.m + token) * p.n + row] = __float2bfloat16(p.alpha * __ldcg(sum));
-    __stcg(sum, 0.0f);
+  for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
+    float sums[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int idx = threadIdx.x + (i0 + i) * kWarps * 32;
+      const std::int64_t row = row0 + idx % kRowsPerCta, token = idx / kRowsPerCta;
+      sums[i] = row < p.n && token < p.m ? __ldcg(p.partial + (batch * p.n + row) * (MT * 8) + token) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int idx = threadIdx.x + (i0 + i) * kWarps * 32;
+      const std::int64_t row = row0 + idx % kRowsPerCta, token = idx / kRowsPerCta;
+      if (row >= p.n || token >= p.m) continue;
+      p.c[(batch * p.m + token) * p.n + row] = __float2bfloat16(p.alpha * (sums[i] * kWeightUnfold<K>));
+      __stcg(p.partial + (batch * p.n + row) * (MT * 8) + token, 0.0f);
+    }
   }
 }
 
@@ -182,9 +227,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2) decode_gemm_kernel(DecodeArgs 
         const std::int64_t row = batch * p.n + row0 + g + 8 * r, chunk = chunk0 + c;
         wv[c][r] = __ldcs(reinterpret_cast<const uint4*>(p.b.codes + row * bytes_per_row + chunk * 64 + q * 16));
         const std::uint8_t* sc = p.b.scales + row * scales_per_row;
-        if constexpr (K == Fp4Kind::Nvfp4) {
-          ws[c][r][0] = sc[chunk * 8 + q * 2];
-          ws[c][r][1] = sc[chunk * 8 + q * 2 + 1];
+        if constexpr (K == Fp4Kind::Nvfp4) {  // this thread's two blocks: one 2-byte load
+          const unsigned short pair = __ldcs(reinterpret_cast<const unsigned short*>(sc + chunk * 8 + q * 2));
+          ws[c][r][0] = std::uint8_t(pair & 0xFF);
+          ws[c][r][1] = std::uint8_t(pair >> 8);
         } else {
           ws[c][r][0] = ws[c][r][1] = sc[chunk * 4 + q];
         }
@@ -199,8 +245,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2) decode_gemm_kernel(DecodeArgs 
     for (int c = 0; c < kChunks; ++c) {
       if (c >= chunks) break;
       unsigned w0[8][2], w1[8][2];
-      decode_group<K>(wv[c][0], scale_pair<K>(ws[c][0][0]), scale_pair<K>(ws[c][0][1]), w0);
-      decode_group<K>(wv[c][1], scale_pair<K>(ws[c][1][0]), scale_pair<K>(ws[c][1][1]), w1);
+      decode_weights<K>(wv[c][0], weight_scale_pair<K>(ws[c][0][0]), weight_scale_pair<K>(ws[c][0][1]), w0);
+      decode_weights<K>(wv[c][1], weight_scale_pair<K>(ws[c][1][0]), weight_scale_pair<K>(ws[c][1][1]), w1);
 #pragma unroll
       for (int s = 0; s < 8; ++s)
 #pragma unroll
@@ -218,7 +264,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) decode_gemm_kernel(DecodeArgs 
         atomicAdd(reinterpret_cast<float2*>(dst), make_float2(acc[t][2 * r], acc[t][2 * r + 1]));
       }
   }
-  finish_row_group<MT>(p, batch, p.arrivals + batch * gridDim.x + blockIdx.x);
+  finish_row_group<MT, K>(p, batch, p.arrivals + batch * gridDim.x + blockIdx.x);
 }
 
 template <int MT, Fp4Kind K>
