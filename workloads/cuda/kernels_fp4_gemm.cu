@@ -65,22 +65,16 @@ __global__ void dequantize_kernel(Fp4Matrix in, bf16* out, std::int64_t groups) 
 
 // ---- decode GEMM ----------------------------------------------------------------------------
 // A warp owns 16 weight rows (the mma's M), the tokens are the mma's N (MT tiles of 8), and a CTA
-// of 16 warps owns 128 rows over a K slice of kChunks chunks of 128 values, two warps per 16 rows,
-// each half the slice (summed in shared memory). The order of K inside an
+// of 8 warps owns 128 rows over a K slice of kChunks chunks of 128 values. The order of K inside an
 // mma is free as long as both operands agree, so each thread takes 16 contiguous bytes (32 values,
 // one or two scale blocks) per row and chunk, and word j of them feeds mma steps 2j and 2j+1:
 // step 2j+t gets values (8j+2t, 8j+2t+4) as its k pair {2q, 2q+1} and (8j+2t+1, 8j+2t+5) as
 // {2q+8, 2q+9}, which is what e2m1_pair_bits(w >> 4·(2t)) and (w >> 4·(2t+1)) decode. The
 // activations are decoded once per CTA into shared memory in that same order.
-// The kernel is latency-bound (Nsight Compute on 16×4096×4096: ~10 cycles per issued instruction,
-// DRAM 18 % busy with 8 warps per CTA and 4 chunks a thread), so the slice's chunks are spread
-// over twice the warps, each holding fewer registers.
-constexpr int kRowWarps = 8, kKSplit = 2;
-constexpr int kThreads = 32 * kRowWarps * kKSplit;
-constexpr int kRowsPerCta = 16 * kRowWarps;
+constexpr int kWarps = 8;
+constexpr int kRowsPerCta = 16 * kWarps;
 constexpr int kChunk = 128;
-constexpr int kChunks = 4;                          // per CTA
-constexpr int kChunksPerWarp = kChunks / kKSplit;  // 16 bytes × 2 rows each in flight per thread
+constexpr int kChunks = 4;  // per CTA: 16 bytes × 2 rows × 4 chunks in flight per thread
 constexpr int kSmemStride = kChunks * kChunk + 16;  // BF16 elements per token; +32 B: no bank conflicts
 
 int tiles_for(std::int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8; }
@@ -187,19 +181,19 @@ __device__ void finish_row_group(const DecodeArgs& p, std::int64_t batch, int* a
   __syncthreads();
   if (!last) return;
   __threadfence();
-  constexpr int kPerThread = kRowsPerCta * MT * 8 / kThreads, kBatch = kPerThread < 8 ? kPerThread : 8;
+  constexpr int kPerThread = kRowsPerCta * MT * 8 / (kWarps * 32), kBatch = kPerThread < 8 ? kPerThread : 8;
   const std::int64_t row0 = std::int64_t(blockIdx.x) * kRowsPerCta;
   for (int i0 = 0; i0 < kPerThread; i0 += kBatch) {
     float sums[kBatch];
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
-      const int idx = threadIdx.x + (i0 + i) * kThreads;
+      const int idx = threadIdx.x + (i0 + i) * kWarps * 32;
       const std::int64_t row = row0 + idx % kRowsPerCta, token = idx / kRowsPerCta;
       sums[i] = row < p.n && token < p.m ? __ldcg(p.partial + (batch * p.n + row) * (MT * 8) + token) : 0.0f;
     }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
-      const int idx = threadIdx.x + (i0 + i) * kThreads;
+      const int idx = threadIdx.x + (i0 + i) * kWarps * 32;
       const std::int64_t row = row0 + idx % kRowsPerCta, token = idx / kRowsPerCta;
       if (row >= p.n || token >= p.m) continue;
       p.c[(batch * p.m + token) * p.n + row] = __float2bfloat16(p.alpha * (sums[i] * kWeightUnfold<K>));
@@ -209,30 +203,28 @@ __device__ void finish_row_group(const DecodeArgs& p, std::int64_t batch, int* a
 }
 
 template <int MT, Fp4Kind K>
-__global__ void __launch_bounds__(kThreads, MT <= 4 ? 2 : 1) decode_gemm_kernel(DecodeArgs p) {
+__global__ void __launch_bounds__(kWarps * 32, 2) decode_gemm_kernel(DecodeArgs p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* act = reinterpret_cast<bf16*>(smem_raw);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  const int row_warp = warp % kRowWarps, half = warp / kRowWarps;
   const std::int64_t batch = blockIdx.z;
   const int total_chunks = int(p.k / kChunk);
   const int chunk0 = blockIdx.y * kChunks, chunks = min(kChunks, total_chunks - chunk0);
-  const std::int64_t row0 = std::int64_t(blockIdx.x) * kRowsPerCta + row_warp * 16;
+  const std::int64_t row0 = std::int64_t(blockIdx.x) * kRowsPerCta + warp * 16;
   const bool rows_valid = row0 < p.n;  // n is a multiple of 16: a warp's rows are all in or all out
   const std::int64_t bytes_per_row = p.k / 2, scales_per_row = p.k / block_values<K>();
 
   // Weights first, so that their HBM reads are in flight while the activations are staged.
-  uint4 wv[kChunksPerWarp][2];
-  std::uint8_t ws[kChunksPerWarp][2][2];
+  uint4 wv[kChunks][2];
+  std::uint8_t ws[kChunks][2][2];
 #pragma unroll
-  for (int c = 0; c < kChunksPerWarp; ++c)
+  for (int c = 0; c < kChunks; ++c)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int local = half * kChunksPerWarp + c;
       wv[c][r] = make_uint4(0, 0, 0, 0);
       ws[c][r][0] = ws[c][r][1] = 0;
-      if (rows_valid && local < chunks) {
-        const std::int64_t row = batch * p.n + row0 + g + 8 * r, chunk = chunk0 + local;
+      if (rows_valid && c < chunks) {
+        const std::int64_t row = batch * p.n + row0 + g + 8 * r, chunk = chunk0 + c;
         wv[c][r] = __ldcs(reinterpret_cast<const uint4*>(p.b.codes + row * bytes_per_row + chunk * 64 + q * 16));
         const std::uint8_t* sc = p.b.scales + row * scales_per_row;
         if constexpr (K == Fp4Kind::Nvfp4) {  // this thread's two blocks: one 2-byte load
@@ -250,9 +242,8 @@ __global__ void __launch_bounds__(kThreads, MT <= 4 ? 2 : 1) decode_gemm_kernel(
   float acc[MT][4] = {};
   if (rows_valid) {
 #pragma unroll
-    for (int c = 0; c < kChunksPerWarp; ++c) {
-      const int local = half * kChunksPerWarp + c;
-      if (local >= chunks) break;
+    for (int c = 0; c < kChunks; ++c) {
+      if (c >= chunks) break;
       unsigned w0[8][2], w1[8][2];
       decode_weights<K>(wv[c][0], weight_scale_pair<K>(ws[c][0][0]), weight_scale_pair<K>(ws[c][0][1]), w0);
       decode_weights<K>(wv[c][1], weight_scale_pair<K>(ws[c][1][0]), weight_scale_pair<K>(ws[c][1][1]), w1);
@@ -260,31 +251,17 @@ __global__ void __launch_bounds__(kThreads, MT <= 4 ? 2 : 1) decode_gemm_kernel(
       for (int s = 0; s < 8; ++s)
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
-          const uint2 b =
-              *reinterpret_cast<const uint2*>(act + (t * 8 + g) * kSmemStride + local * kChunk + s * 16 + q * 4);
+          const uint2 b = *reinterpret_cast<const uint2*>(act + (t * 8 + g) * kSmemStride + c * kChunk + s * 16 + q * 4);
           mma_bf16(acc[t], w0[s][0], w1[s][0], w0[s][1], w1[s][1], b.x, b.y);
         }
     }
-  }
-  // The second half's sums join the first's through shared memory (the activations are done with).
-  __syncthreads();
-  float* halves = reinterpret_cast<float*>(smem_raw);
-  if (half == 1 && rows_valid)
-#pragma unroll
-    for (int t = 0; t < MT; ++t)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) halves[((row_warp * MT + t) * 4 + i) * 32 + lane] = acc[t][i];
-  __syncthreads();
-  if (half == 0 && rows_valid) {
     // c0, c1: row g, tokens 2q, 2q+1; c2, c3: row g+8.
 #pragma unroll
     for (int t = 0; t < MT; ++t)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const float x = acc[t][2 * r] + halves[((row_warp * MT + t) * 4 + 2 * r) * 32 + lane];
-        const float y = acc[t][2 * r + 1] + halves[((row_warp * MT + t) * 4 + 2 * r + 1) * 32 + lane];
         float* dst = p.partial + (batch * p.n + row0 + g + 8 * r) * (MT * 8) + t * 8 + 2 * q;
-        atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x, y));
+        atomicAdd(reinterpret_cast<float2*>(dst), make_float2(acc[t][2 * r], acc[t][2 * r + 1]));
       }
   }
   finish_row_group<MT, K>(p, batch, p.arrivals + batch * gridDim.x + blockIdx.x);
@@ -300,7 +277,7 @@ void launch_decode(const DecodeArgs& args, std::int64_t batch, cudaStream_t stre
   (void)configured;
   const dim3 grid(unsigned((args.n + kRowsPerCta - 1) / kRowsPerCta),
                   unsigned((args.k / kChunk + kChunks - 1) / kChunks), unsigned(batch));
-  decode_gemm_kernel<MT, K><<<grid, kThreads, smem, stream>>>(args);
+  decode_gemm_kernel<MT, K><<<grid, kWarps * 32, smem, stream>>>(args);
   RAFTER_CUDA_LAUNCH_CHECK("fp4 decode gemm");
 }
 
