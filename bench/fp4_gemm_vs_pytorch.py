@@ -119,15 +119,16 @@ def table(args):
         tc = (tor.get(row_key(row)) or {}).get("compile", {}).get("median")
         s = row["shape"]
         ratio = t4 / t16 if t4 and t16 else float("nan")
-        pct = fp4_bytes(s["m"], s["n"], s["k"]) / t4 / roof * 100 if t4 and roof else float("nan")
         decode = s["m"] <= 64
+        pct = fp4_bytes(s["m"], s["n"], s["k"]) / t4 / roof * 100 if t4 and roof and decode else float("nan")
         target = "≥70%HBM" if decode else "≤1.25×"
         ok = t4 and (pct >= 70 if decode else ratio <= 1.25) and all(t4 < t for t in (te, tc) if t)
         if not ok:
             fails.append(row["name"])
         path = ((rec or {}).get("details") or {}).get("path", (rec or {}).get("note", "no record"))[:40]
+        share = f"{pct:.0f}%" if pct == pct else "-"
         us = lambda t: f"{t * 1e6:.1f}" if t else "-"  # noqa: E731
-        print(f"{row['name']:<28}{us(t4):>10}{us(t16):>10}{ratio:>7.2f}{target:>9}{pct:>7.0f}%{us(te):>12}{us(tc):>9}"
+        print(f"{row['name']:<28}{us(t4):>10}{us(t16):>10}{ratio:>7.2f}{target:>9}{share:>8}{us(te):>12}{us(tc):>9}"
               f"  {'yes' if ok else 'NO':<3} {path}")
     print(f"\nrows missing a target: {', '.join(fails) if fails else 'none'}")
 

@@ -71,6 +71,11 @@ __global__ void dequantize_kernel(Fp4Matrix in, bf16* out, std::int64_t groups) 
 // step 2j+t gets values (8j+2t, 8j+2t+4) as its k pair {2q, 2q+1} and (8j+2t+1, 8j+2t+5) as
 // {2q+8, 2q+9}, which is what e2m1_pair_bits(w >> 4·(2t)) and (w >> 4·(2t+1)) decode. The
 // activations are decoded once per CTA into shared memory in that same order.
+// Measured on an H100 (Nsight Compute, 16×4096×4096, one wave of 256 CTAs): 15.8 µs, DRAM 18 %
+// busy, SMs issuing 30 % of the time, ~10 cycles per issued instruction at 4 warps per scheduler. A
+// variant with twice the warps per SM (16 per CTA, each half the chunks, halves summed in shared
+// memory) took the same 16.0 µs at 18 cycles per issue, so occupancy is not the limit; where the
+// time goes (the split-K atomics and the last CTA's finish are the suspects) is still open.
 constexpr int kWarps = 8;
 constexpr int kRowsPerCta = 16 * kWarps;
 constexpr int kChunk = 128;
