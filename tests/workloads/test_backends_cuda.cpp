@@ -33,7 +33,9 @@ TEST(BackendsCuda, GemmPrecisionsRunOnCublasLt) {
     for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
       EXPECT_EQ(backend_for(instance("gemm", p, s, phase)), "cuda.cublaslt") << p << " " << phase;
   EXPECT_EQ(backend_for(instance("gemm", "fp8_e5m2", s)), "none");  // no E5M2×E5M2 in cuBLASLt
-  EXPECT_EQ(backend_for(instance("gemm", "nvfp4", s)), "none");     // later issue
+  for (const char* p : {"nvfp4", "mxfp4"})
+    for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
+      EXPECT_EQ(backend_for(instance("gemm", p, s, phase)), "cuda.fp4_emulated") << p << " " << phase;
   Shape odd{{"m", 16}, {"n", 4096}, {"k", 4100}, {"batch", 1}};
   EXPECT_EQ(backend_for(instance("gemm", "fp8_e4m3", odd)), "none");  // k not a multiple of 16
 }
@@ -57,7 +59,7 @@ TEST(BackendsCuda, MemoryBoundOperatorsRunOnOurKernelsInBf16) {
 TEST(BackendsCuda, NoGpuBackendMeansNoBackendNeverCpu) {
   ExecContext ctx;
   ctx.device = "cuda:0";
-  auto r = profile_instance(instance("gemm", "nvfp4", {{"m", 64}, {"n", 64}, {"k", 64}, {"batch", 1}}), ctx, {});
+  auto r = profile_instance(instance("gemm", "fp8_e5m2", {{"m", 64}, {"n", 64}, {"k", 64}, {"batch", 1}}), ctx, {});
   EXPECT_EQ(r.status, rafter::RecordStatus::NoBackend);
   EXPECT_TRUE(r.backend.empty() || r.backend.rfind("cuda", 0) == 0);
   EXPECT_FALSE(r.time.has_value());

@@ -64,6 +64,13 @@ std::vector<Case> cases() {
     for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
       c.push_back({"gemm", phase, p, {{"m", 128}, {"n", 96}, {"k", 320}, {"batch", 1}}});
   c.push_back({"gemm", "fwd", "bf16", {{"m", 48}, {"n", 80}, {"k", 64}, {"batch", 3}}});
+  // FP4: the fused decode kernel (m ≤ 64) and dequantize + cuBLASLt (tests/workloads/test_fp4_gemm_cuda.cpp
+  // covers the shapes the check's cap hides).
+  for (const char* p : {"nvfp4", "mxfp4"})
+    for (const char* phase : {"fwd", "bwd_input", "bwd_weight"}) {
+      c.push_back({"gemm", phase, p, {{"m", 16}, {"n", 128}, {"k", 256}, {"batch", 2}}});
+      c.push_back({"gemm", phase, p, {{"m", 128}, {"n", 96}, {"k", 320}, {"batch", 1}}});
+    }
   return c;
 }
 }  // namespace

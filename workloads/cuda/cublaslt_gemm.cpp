@@ -135,6 +135,11 @@ void LtGemm::bind(const void* a, const void* b, void* c, const float* scale_a, c
   }
 }
 
+void LtGemm::set_alpha(double alpha) {
+  alpha_f64_ = alpha;
+  alpha_f32_ = static_cast<float>(alpha);
+}
+
 const void* LtGemm::alpha() const {
   if (types_.compute == "64F") return &alpha_f64_;
   if (types_.compute == "32I") return &alpha_i32_;

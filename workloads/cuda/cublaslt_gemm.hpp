@@ -43,6 +43,8 @@ class LtGemm {
   using RefineFn = std::function<double()>;
   GemmAlgoRecord choose(bool time_all, int max_candidates = kGemmCandidates, const RefineFn& refine = {});
   void launch(cudaStream_t stream) const;
+  // The output scale, cuBLASLt's alpha (1 unless set): the FP4 paths' product of the tensor scales.
+  void set_alpha(double alpha);
   // How many of choose()'s candidates came from the heuristic (the rest are variants of them).
   int heuristic_candidates() const { return heuristic_count_; }
   // The same GEMM on other operands of the same layout (attention's per-group calls).

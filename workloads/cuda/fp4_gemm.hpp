@@ -1,0 +1,38 @@
+// Launchers of the FP4 GEMM kernels (kernels_fp4_gemm.cu) behind "cuda.fp4_emulated". sm_90 has no
+// FP4 tensor cores: both paths decode E2M1 × block scale to BF16, which is exact (2 + 4 significant
+// bits, E4M3/E8M0 exponents inside BF16's range), multiply on BF16 tensor cores with FP32
+// accumulation and apply the FP32 tensor scales (alpha) once at the end, so the result is the one
+// FP32-accumulating FP4 hardware computes, up to the order of the FP32 sums.
+// Operands are K-contiguous, as the recipe stores every FP4 copy: codes [rows, k/2] (two E2M1 per
+// byte, low nibble first), scales [rows, k/block] (E4M3 per 16 for NVFP4, E8M0 per 32 for MXFP4).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rafter::workloads::cuda {
+
+enum class Fp4Kind { Nvfp4, Mxfp4 };
+
+struct Fp4Matrix {
+  const std::uint8_t* codes = nullptr;
+  const std::uint8_t* scales = nullptr;
+};
+
+// out[rows, k] = code × block scale in BF16 (exact; the tensor scale is left to the GEMM's alpha).
+void fp4_dequantize_bf16(Fp4Matrix in, __nv_bfloat16* out, std::int64_t rows, std::int64_t k, Fp4Kind kind,
+                         cudaStream_t stream);
+
+// Decode-shaped GEMM, C[b, m, n] = alpha · A[b, m, k] · B[b, n, k]ᵀ in BF16 for m ≤ 64: each weight
+// byte is read from HBM once, decoded in registers and fed to mma.sync; the K range is split over
+// CTAs that add FP32 partials into `workspace` (the last CTA of a row group writes C and zeroes
+// its part again, so the workspace stays zero between calls).
+bool fp4_decode_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
+// Bytes of the workspace, which must be zeroed once before the first call.
+std::size_t fp4_decode_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t batch);
+void fp4_decode_gemm(Fp4Matrix a, Fp4Matrix b, __nv_bfloat16* c, float alpha, std::int64_t m, std::int64_t n,
+                     std::int64_t k, std::int64_t batch, Fp4Kind kind, void* workspace, cudaStream_t stream);
+
+}  // namespace rafter::workloads::cuda

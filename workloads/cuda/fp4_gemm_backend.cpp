@@ -1,0 +1,163 @@
+// "cuda.fp4_emulated": the catalogue's gemm in NVFP4 and MXFP4 on sm_90, which has no FP4 tensor
+// cores. Operands are the recipe's K-contiguous FP4 copies (A' [m,k], B' [n,k]; for bwd_input the
+// column-wise copy of W, for bwd_weight those of dY and X), weights (B of fwd and bwd_input) in
+// NVFP4 16×16 blocks, everything else in 1×16 (NVFP4) or 1×32 (MXFP4) blocks along K. Two paths,
+// both exact up to FP32 summation order (fp4_gemm.hpp): decode shapes (m ≤ 64) run a fused kernel
+// that reads the FP4 weights once; the others dequantize both operands to BF16 and run cuBLASLt's
+// BF16 GEMM, the three launches timed together. Records say emulated_via "bf16" and which path.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "cublaslt_gemm.hpp"
+#include "device_problem.hpp"
+#include "fp4_gemm.hpp"
+#include "fp4_host.hpp"
+
+namespace rafter::workloads::cuda {
+namespace {
+
+bool fp4_precision(const std::string& p) { return p == "nvfp4" || p == "mxfp4"; }
+std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
+
+// Row-major [b, rows, cols] → [b, cols, rows].
+std::vector<double> transposed(const std::vector<double>& v, std::int64_t b, std::int64_t rows, std::int64_t cols) {
+  std::vector<double> t(v.size());
+  for (std::int64_t z = 0; z < b; ++z)
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) t[sz((z * cols + j) * rows + i)] = v[sz((z * rows + i) * cols + j)];
+  return t;
+}
+
+DeviceTensor bytes_on_device(const std::vector<std::uint8_t>& host) {
+  DeviceTensor t = alloc_tensor(DType::I8, host.size());
+  RAFTER_CUDA_CHECK(cudaMemcpy(t.data(), host.data(), host.size(), cudaMemcpyHostToDevice));
+  return t;
+}
+
+struct Operands {
+  Fp4Matrix a, b;
+  float alpha = 1.0f;
+};
+
+// Check data: the problem's A (logical [b,m,k]) and B ([b,k,n]) quantized as the pass stores
+// them, the problem's values replaced by their dequantized ones (what the FP64 reference then
+// multiplies). Timing data: random codes and scales drawn on the GPU.
+Operands fp4_operands(const OpInstance& in, DeviceProblem& d) {
+  const auto b = shape_value(in, "batch"), m = shape_value(in, "m"), n = shape_value(in, "n"), k = shape_value(in, "k");
+  const bool nv = in.precision == "nvfp4";
+  const std::int64_t block = nv ? 16 : 32;
+  Operands o;
+  if (Problem* p = d.problem()) {
+    const bool weight_b = in.phase != "bwd_weight";
+    detail::QuantSpec sa{in.precision, b * m, k, false, false};
+    detail::QuantSpec sb{in.precision, b * n, k, nv && weight_b && n % 16 == 0, false};
+    auto& a = p->inputs[0].data;
+    std::vector<double> bt = transposed(p->inputs[1].data, b, k, n);
+    const Fp4Host ha = encode_fp4(sa, a), hb = encode_fp4(sb, bt);
+    a = detail::quantize_dequantize(sa, a);
+    p->inputs[1].data = transposed(detail::quantize_dequantize(sb, bt), b, n, k);
+    o.a = {d.adopt(bytes_on_device(ha.codes)).as<std::uint8_t>(), d.adopt(bytes_on_device(ha.scales)).as<std::uint8_t>()};
+    o.b = {d.adopt(bytes_on_device(hb.codes)).as<std::uint8_t>(), d.adopt(bytes_on_device(hb.scales)).as<std::uint8_t>()};
+    o.alpha = ha.tensor_scale * hb.tensor_scale;
+    return o;
+  }
+  // Scale bytes: E4M3 0x30..0x47 (0.5 to 3.75) or E8M0 120..127 (2^-7 to 1); every code byte.
+  const double lo = nv ? 0x30 : 120, hi = nv ? 0x48 : 128;
+  auto random_bytes = [&](std::int64_t count, double from, double to, std::uint64_t seed) {
+    DeviceTensor& t = d.adopt(alloc_tensor(DType::I8, sz(count)));
+    fill_random(t, from, to, seed);
+    return t.as<std::uint8_t>();
+  };
+  o.a = {random_bytes(b * m * k / 2, -128, 128, 11), random_bytes(b * m * k / block, lo, hi, 12)};
+  o.b = {random_bytes(b * n * k / 2, -128, 128, 13), random_bytes(b * n * k / block, lo, hi, 14)};
+  return o;
+}
+
+struct PathChoice {
+  bool fused_decode = false;
+  std::string description;
+};
+
+PathChoice choose_path(const OpInstance& full) {
+  const auto m = shape_value(full, "m"), n = shape_value(full, "n"), k = shape_value(full, "k");
+  if (fp4_decode_gemm_fits(m, n, k))
+    return {true, "fused decode kernel: FP4 weights read once, decoded in registers, mma.sync BF16 with FP32 "
+                  "accumulation, split-K sums in FP32"};
+  return {false, "dequantize A and B to BF16 (rafter kernel), then cuBLASLt BF16 GEMM; the three launches timed together"};
+}
+
+// The bind for check and timing; the path is the full instance's, so the check covers the kernel timed.
+StreamFn bind_fp4_gemm(const OpInstance& in, DeviceProblem& d, const PathChoice& path, bool time_all,
+                       nlohmann::json* algorithm) {
+  const auto b = shape_value(in, "batch"), m = shape_value(in, "m"), n = shape_value(in, "n"), k = shape_value(in, "k");
+  const Fp4Kind kind = in.precision == "nvfp4" ? Fp4Kind::Nvfp4 : Fp4Kind::Mxfp4;
+  const Operands o = fp4_operands(in, d);
+  auto* c = d.output(DType::BF16, sz(b * m * n), 0).as_bf16();
+  if (path.fused_decode && fp4_decode_gemm_fits(m, n, k)) {
+    DeviceTensor& ws = d.adopt(alloc_tensor(DType::I8, fp4_decode_gemm_workspace_bytes(m, n, b)));
+    RAFTER_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.count));  // the kernel keeps it zero between calls
+    void* w = ws.data();
+    return [=](cudaStream_t s) { fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s); };
+  }
+  auto* a16 = d.scratch(DType::BF16, sz(b * m * k)).as_bf16();
+  auto* b16 = d.scratch(DType::BF16, sz(b * n * k)).as_bf16();
+  GemmSpec spec;
+  spec.m = m, spec.n = n, spec.k = k, spec.batch = b, spec.trans_b = true, spec.precision = "bf16";
+  auto gemm = std::make_shared<LtGemm>(spec);
+  gemm->bind(a16, b16, c);
+  gemm->set_alpha(o.alpha);
+  const GemmAlgoRecord algo = gemm->choose(time_all);
+  if (algorithm) *algorithm = to_json(algo);
+  return [=](cudaStream_t s) {
+    fp4_dequantize_bf16(o.a, a16, b * m, k, kind, s);
+    fp4_dequantize_bf16(o.b, b16, b * n, k, kind, s);
+    gemm->launch(s);
+  };
+}
+
+class Fp4EmulatedGemmBackend : public CudaBackend {
+ public:
+  std::string name() const override { return "cuda.fp4_emulated"; }
+  bool supports(const OpInstance& inst) const override { return inst.op == "gemm" && fp4_precision(inst.precision); }
+  // The prefill path's BF16 copies of both operands come on top of the FP4 footprint.
+  double extra_memory_bytes(const OpInstance& inst, double footprint_bytes) const override {
+    const double b = double(shape_value(inst, "batch")), m = double(shape_value(inst, "m")),
+                 n = double(shape_value(inst, "n")), k = double(shape_value(inst, "k"));
+    const double copies = choose_path(inst).fused_decode ? 0.0 : 2.0 * b * (m + n) * k;
+    return CudaBackend::extra_memory_bytes(inst, footprint_bytes) + copies;
+  }
+  void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
+    record.backend = name();
+    recording_failures(record, [&] { run(inst, ctx, record); });
+  }
+
+ private:
+  static void run(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) {
+    const PathChoice path = choose_path(inst);
+    nlohmann::json algorithm;
+    const bool time_all = time_all_candidates(ctx.algo);
+    BindFn bind = [&](const OpInstance& in, DeviceProblem& d) {
+      const bool full = !d.checking();
+      return bind_fp4_gemm(in, d, path, full && time_all, full ? &algorithm : nullptr);
+    };
+    check_and_time(inst, ctx, bind, record);
+    record.emulated_via = "bf16";
+    record.details["emulation"] = fmt::format(
+        "sm_90 has no FP4 tensor cores: E2M1 codes × {} block scales decoded to BF16 (exact), BF16 tensor cores "
+        "with FP32 accumulation, the FP32 tensor scales applied as alpha",
+        inst.precision == "nvfp4" ? "E4M3 1×16" : "E8M0 1×32");
+    record.details["path"] = path.description;
+    record.details["layout"] = fmt::format(
+        "K-contiguous FP4 copies: A' [m,k], B' [n,k]{}", inst.phase == "bwd_weight" || inst.precision != "nvfp4"
+                                                            ? ""
+                                                            : "; the weight operand B in 16×16 blocks");
+    if (!algorithm.is_null()) record.details["algorithm"] = algorithm;
+  }
+};
+
+RAFTER_REGISTER_BACKEND(Fp4EmulatedGemmBackend);
+
+}  // namespace
+}  // namespace rafter::workloads::cuda
