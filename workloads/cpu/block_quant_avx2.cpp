@@ -224,7 +224,8 @@ template <class T>
 void quantize_impl(const T* x, QuantizedTensor& q, const QuantOptions& o) {
   if constexpr (std::is_same_v<T, bf16>)
     if (quantize_nvfp4_avx512(x, q, o)) return;
-  const float amax = tensor_amax(x, q.rows, q.cols, o.rht);
+  // MXFP4 has no tensor scale: no amax pass.
+  const float amax = q.precision == "mxfp4" ? 0.0f : tensor_amax(x, q.rows, q.cols, o.rht);
   if (q.precision == "fp8_e4m3" || q.precision == "fp8_e5m2") {
     const bool e4 = q.precision == "fp8_e4m3";
     q.tensor_scale = amax > 0 ? amax / (e4 ? 448.0f : 57344.0f) : 1.0f;
