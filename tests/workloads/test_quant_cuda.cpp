@@ -47,7 +47,8 @@ std::vector<std::uint16_t> random_bf16(std::int64_t rows, std::int64_t cols, std
     for (std::int64_t c = 0; c < cols; ++c) {
       double v = u(rng) * std::ldexp(1.0, int(r * 5 % 19) - 12);
       if (c % 37 == 0) v = 0;
-      if (c % 41 == 0) v = std::ldexp(1.25, int(r % 7) - 3);  // halfway between E2M1 neighbours at some scales
+      if (c % 41 == 0)
+        v = std::ldexp(1.25, int(r % 7) - 3);  // halfway between E2M1 neighbours at some scales
       x[std::size_t(r * cols + c)] = numfmt::float_to_bf16(static_cast<float>(v));
     }
   return x;
@@ -56,7 +57,9 @@ std::vector<std::uint16_t> random_bf16(std::int64_t rows, std::int64_t cols, std
 template <class T>
 struct Dev {
   T* p = nullptr;
-  explicit Dev(std::size_t count) { EXPECT_EQ(cudaMalloc(&p, std::max<std::size_t>(1, count) * sizeof(T)), cudaSuccess); }
+  explicit Dev(std::size_t count) {
+    EXPECT_EQ(cudaMalloc(&p, std::max<std::size_t>(1, count) * sizeof(T)), cudaSuccess);
+  }
   ~Dev() { cudaFree(p); }
   Dev(const Dev&) = delete;
   Dev& operator=(const Dev&) = delete;
@@ -71,7 +74,8 @@ struct GpuQuantized {
   Dev<std::uint8_t> codes, scales, workspace;
   Dev<float> tensor_scale{1};
   GpuQuantized(cuda::QuantFormat f, std::int64_t rows, std::int64_t cols)
-      : codes(cuda::quant_code_bytes(f, rows, cols)), scales(cuda::quant_scale_bytes(f, rows, cols)),
+      : codes(cuda::quant_code_bytes(f, rows, cols)),
+        scales(cuda::quant_scale_bytes(f, rows, cols)),
         workspace(cuda::quant_workspace_bytes()) {
     EXPECT_EQ(cudaMemset(workspace.p, 0, cuda::quant_workspace_bytes()), cudaSuccess);
     EXPECT_EQ(cudaMemset(codes.p, 0xff, cuda::quant_code_bytes(f, rows, cols)), cudaSuccess);
@@ -103,14 +107,17 @@ TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
       GpuQuantized g(f.gpu, rows, cols);
       cuda::quantize_bf16(dx.p, g.ref(), rows, cols, f.gpu, {rht, false, 1}, g.workspace.p, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols), ns = cuda::quant_scale_bytes(f.gpu, rows, cols);
+      const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols),
+                        ns = cuda::quant_scale_bytes(f.gpu, rows, cols);
       ASSERT_EQ(nc, q.values.bytes());
-      EXPECT_EQ(g.codes.host(nc), std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.values.data()),
-                                                            static_cast<std::uint8_t*>(q.values.data()) + nc));
+      EXPECT_EQ(g.codes.host(nc),
+                std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.values.data()),
+                                          static_cast<std::uint8_t*>(q.values.data()) + nc));
       if (ns) {
         ASSERT_EQ(ns, std::size_t(q.scale_count()));
-        EXPECT_EQ(g.scales.host(ns), std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.scales.data()),
-                                                               static_cast<std::uint8_t*>(q.scales.data()) + ns));
+        EXPECT_EQ(g.scales.host(ns),
+                  std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.scales.data()),
+                                            static_cast<std::uint8_t*>(q.scales.data()) + ns));
       }
       if (f.gpu != cuda::QuantFormat::Mxfp4) {
         EXPECT_EQ(g.tensor_scale.host(1)[0], q.tensor_scale);
@@ -154,7 +161,8 @@ TEST_F(GpuQuant, StochasticRoundingIsUnbiased) {
   GpuQuantized g(cuda::QuantFormat::Nvfp4, rows, cols);
   Dev<float> y(x.size());
   auto run = [&](bool sr, std::uint64_t seed) {
-    cuda::quantize_bf16(dx.p, g.ref(), rows, cols, cuda::QuantFormat::Nvfp4, {false, sr, seed}, g.workspace.p, nullptr);
+    cuda::quantize_bf16(dx.p, g.ref(), rows, cols, cuda::QuantFormat::Nvfp4, {false, sr, seed}, g.workspace.p,
+                        nullptr);
     cuda::dequantize_to_f32(g.ref(), y.p, rows, cols, cuda::QuantFormat::Nvfp4, nullptr);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     return y.host(x.size());
@@ -175,19 +183,23 @@ TEST_F(GpuQuant, StochasticRoundingIsUnbiased) {
     signed_sum += (mean[i] - xd[i]) * (xd[i] < 0 ? -1 : 1);
   }
   const double rms_ratio = std::sqrt(mean2 / rn2), bias = std::fabs(signed_sum) / rn_abs;
-  std::printf("SR over %d draws: rms(mean - x) / rms(RN - x) = %.4f (1/sqrt(draws) scale), "
-              "|sum(mean - x)·sign(x)| / sum|RN - x| = %.2e\n", draws, rms_ratio, bias);
-  EXPECT_LT(rms_ratio, 0.35);  // ~0.2 expected at 64 draws; a biased rounding stays near 1
-  EXPECT_LT(bias, 0.01);       // ~1e-3 of noise expected; rounding always down would give ~1
+  std::printf(
+      "SR over %d draws: rms(mean - x) / rms(RN - x) = %.4f (1/sqrt(draws) scale), "
+      "|sum(mean - x)·sign(x)| / sum|RN - x| = %.2e\n",
+      draws, rms_ratio, bias);
+  EXPECT_LT(rms_ratio, 0.35);         // ~0.2 expected at 64 draws; a biased rounding stays near 1
+  EXPECT_LT(bias, 0.01);              // ~1e-3 of noise expected; rounding always down would give ~1
   EXPECT_EQ(run(true, 1000), first);  // the same seed draws the same codes
   EXPECT_NE(run(true, 1001), first);
 }
 
 TEST_F(GpuQuant, BadShapesAreInputErrors) {
   GpuQuantized g(cuda::QuantFormat::Mxfp4, 16, 64);
-  EXPECT_THROW(cuda::quantize_bf16(nullptr, g.ref(), 16, 48, cuda::QuantFormat::Mxfp4, {}, g.workspace.p, nullptr),
-               rafter::InputError);
-  EXPECT_THROW(cuda::quantize_bf16(nullptr, g.ref(), 8, 64, cuda::QuantFormat::Nvfp4Tile16, {}, g.workspace.p, nullptr),
+  EXPECT_THROW(
+      cuda::quantize_bf16(nullptr, g.ref(), 16, 48, cuda::QuantFormat::Mxfp4, {}, g.workspace.p, nullptr),
+      rafter::InputError);
+  EXPECT_THROW(cuda::quantize_bf16(nullptr, g.ref(), 8, 64, cuda::QuantFormat::Nvfp4Tile16, {}, g.workspace.p,
+                                   nullptr),
                rafter::InputError);
 }
 

@@ -1,7 +1,8 @@
-// Quantizers and dequantizers (quantize.hpp). One thread owns 8 consecutive values of a row (one
-// 16-byte load); the threads of a scale block combine their maxima with shuffles (2 lanes per
-// NVFP4 1×16 block, 4 per MXFP4 1×32, a whole warp per NVFP4 16×16 tile), and the RHT's last
-// butterfly stage crosses the lane pair the same way, so a block never leaves registers.
+// Quantizers and dequantizers (quantize.hpp). A thread owns 16 consecutive values of a row for the
+// row-wise FP4 formats (a whole NVFP4 block, half an MXFP4 one: a shuffle completes its maximum),
+// 8 for FP8 and for NVFP4 16×16 tiles (a warp per tile, its maximum by shuffles, the RHT's last
+// butterfly stage across the lane pair), so a block never leaves registers. The encoding is bound
+// by instruction issue more than by memory: each value costs a division and a rounding.
 // Formats with a tensor scale take two kernels: the amax pass (a grid-stride reduction whose last
 // CTA turns the maximum into the tensor scale), then the encoding pass, which walks the tensor in
 // the reverse order so that it starts with what the amax pass read last and L2 still holds.
@@ -68,7 +69,8 @@ __device__ __forceinline__ void hadamard16_pair(float (&f)[8], bool upper) {
   for (int i = 0; i < 8; ++i) f[i] *= 0.25f;
 }
 
-__device__ __forceinline__ void load_vector(const bf16* x, std::int64_t v, bool valid, bool streaming, float (&f)[8]) {
+__device__ __forceinline__ void load_vector(const bf16* x, std::int64_t v, bool valid, bool streaming,
+                                            float (&f)[8]) {
   if (valid) {
     to_float8(streaming ? load8_stream(x + v * 8) : load8(x + v * 8), f);
   } else {
@@ -87,8 +89,8 @@ __device__ __forceinline__ float abs_max8(const float (&f)[8]) {
 // ---- amax pass -------------------------------------------------------------------------------
 
 template <bool Rht>
-__global__ void __launch_bounds__(kThreads) amax_kernel(const bf16* x, std::int64_t n, AmaxWorkspace* ws,
-                                                         float* tensor_scale, float range) {
+__global__ void __launch_bounds__(kThreads)
+    amax_kernel(const bf16* x, std::int64_t n, AmaxWorkspace* ws, float* tensor_scale, float range) {
   __shared__ float scratch[32];
   __shared__ bool last_block;
   const std::int64_t nvec = n / 8, chunk = std::int64_t(kThreads) * kAmaxVectorsPerThread;
@@ -108,7 +110,8 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const bf16* x, std::int6
     }
   }
   if (blockIdx.x == 0)  // values past the last whole vector (FP8 with rows·cols not a multiple of 8)
-    for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads) m = fmaxf(m, fabsf(__bfloat162float(x[e])));
+    for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
+      m = fmaxf(m, fabsf(__bfloat162float(x[e])));
   m = block_reduce<true>(m, scratch);
   if (threadIdx.x == 0) {
     ws->partial[blockIdx.x] = m;
@@ -171,8 +174,9 @@ __device__ __forceinline__ float block_scale(float bamax, float ts, std::uint8_t
 // nearest 2^-16: the rounding is unbiased to within 2^-17 of a grid step, at a quarter of the
 // generator's cost per value.
 __device__ __forceinline__ void uniforms8(std::uint64_t v, std::uint64_t seed, float (&u)[8]) {
-  const uint4 r = curand_Philox4x32_10(make_uint4(static_cast<unsigned>(v), static_cast<unsigned>(v >> 32), 0u, 0u),
-                                       make_uint2(static_cast<unsigned>(seed), static_cast<unsigned>(seed >> 32)));
+  const uint4 r =
+      curand_Philox4x32_10(make_uint4(static_cast<unsigned>(v), static_cast<unsigned>(v >> 32), 0u, 0u),
+                           make_uint2(static_cast<unsigned>(seed), static_cast<unsigned>(seed >> 32)));
   const unsigned w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -191,19 +195,28 @@ __device__ __forceinline__ float divide_rn(float a, float s, float r) {
 }
 
 // Eight E2M1 codes (sign | magnitude code), packed low nibble first.
+// A block's scale with its reciprocal, computed once for all the thread's values.
+struct Divisor {
+  float scale, rcp;
+  bool normal;  // scale >= FLT_MIN: its reciprocal is finite
+};
+__device__ __forceinline__ Divisor divisor(float s) {
+  const bool normal = s >= 1.17549435e-38f;
+  return {s, normal ? __frcp_rn(s) : 0.0f, normal};
+}
+
 template <bool Sr>
-__device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, std::uint64_t v,
+__device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], const Divisor& d, std::uint64_t v,
                                                       std::uint64_t seed) {
   float u[8];
   if (Sr) uniforms8(v, seed, u);
-  const bool normal_scale = scale >= 1.17549435e-38f;  // FLT_MIN: its reciprocal is finite
-  const float r = normal_scale ? __frcp_rn(scale) : 0.0f;
+  const float scale = d.scale;
   std::uint32_t packed = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     int k = 0;
     if (scale > 0.0f) {
-      const float a = normal_scale ? divide_rn(fabsf(f[i]), scale, r) : fabsf(f[i]) / scale;
+      const float a = d.normal ? divide_rn(fabsf(f[i]), scale, d.rcp) : fabsf(f[i]) / scale;
       if (Sr) {
         k = e2m1_code_down(a);
         const float lo = e2m1_magnitude(k), hi = e2m1_magnitude(k < 7 ? k + 1 : 7);
@@ -222,49 +235,88 @@ __device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float
 // FP8 bytes of f / ts (saturating); a value that rounds to zero keeps code 0, as the CPU encoder.
 template <QuantFormat F>
 __device__ __forceinline__ std::uint8_t fp8_byte(float y) {
-  const std::uint8_t b = __nv_cvt_float_to_fp8(y, __NV_SATFINITE, F == QuantFormat::Fp8E4m3 ? __NV_E4M3 : __NV_E5M2);
+  const std::uint8_t b =
+      __nv_cvt_float_to_fp8(y, __NV_SATFINITE, F == QuantFormat::Fp8E4m3 ? __NV_E4M3 : __NV_E5M2);
   return (b & 0x7f) ? b : 0;
 }
 
-// Row-wise formats (1×16, 1×32, per tensor): blocks never cross a row, so the tensor is a flat array.
+// x[16j .. 16j+15] ← H16·diag(sign)·x / 4 in one thread: the CPU's butterflies in the CPU's order.
+__device__ __forceinline__ void hadamard16(float (&f)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+    if ((kRhtNegative >> i) & 1u) f[i] = -f[i];
+#pragma unroll
+  for (int h = 1; h < 16; h <<= 1)
+#pragma unroll
+    for (int i = 0; i < 16; i += 2 * h)
+#pragma unroll
+      for (int j = i; j < i + h; ++j) {
+        const float a = f[j], b = f[j + h];
+        f[j] = a + b;
+        f[j + h] = a - b;
+      }
+#pragma unroll
+  for (int i = 0; i < 16; ++i) f[i] *= 0.25f;
+}
+
+// Row-wise FP4 (1×16, 1×32): blocks never cross a row, so the tensor is a flat array. A thread owns
+// 16 values (two 16-byte loads in flight; an NVFP4 block, or half an MXFP4 one): the block's scale,
+// its reciprocal and the thread's index arithmetic are paid once per 16 values, not per 8.
 template <QuantFormat F, bool Rht, bool Sr>
-__global__ void __launch_bounds__(kThreads) quantize_flat_kernel(const bf16* x, QuantTensorRef q, std::int64_t n,
-                                                                  std::uint64_t seed) {
+__global__ void __launch_bounds__(kThreads)
+    quantize_fp4_rows_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
+  const std::int64_t groups = n / 16;
+  const std::int64_t g = (gridDim.x - 1 - std::int64_t(blockIdx.x)) * kThreads + threadIdx.x;
+  const bool valid = g < groups;
+  float lo[8], hi[8];
+  load_vector(x, 2 * g, valid, true, lo);
+  load_vector(x, 2 * g + 1, valid, true, hi);
+  if (Rht) {
+    float f[16];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) f[i] = lo[i], f[i + 8] = hi[i];
+    hadamard16(f);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) lo[i] = f[i], hi[i] = f[i + 8];
+  }
+  float bamax = fmaxf(abs_max8(lo), abs_max8(hi));
+  if (F == QuantFormat::Mxfp4) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, 1));
+  std::uint8_t bits = 0;
+  const Divisor d =
+      divisor(block_scale<F>(bamax, F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale), bits));
+  const uint2 packed = make_uint2(encode_fp4x8<Sr>(lo, d, std::uint64_t(2 * g), seed),
+                                  encode_fp4x8<Sr>(hi, d, std::uint64_t(2 * g + 1), seed));
+  if (valid) {
+    reinterpret_cast<uint2*>(q.codes)[g] = packed;
+    if (F == QuantFormat::Nvfp4) q.scales[g] = bits;
+    if (F == QuantFormat::Mxfp4 && g % 2 == 0) q.scales[g / 2] = bits;
+  }
+}
+
+// FP8 with a tensor scale: 8 values per thread, any length (a ragged tail takes a scalar loop).
+template <QuantFormat F, bool Rht>
+__global__ void __launch_bounds__(kThreads)
+    quantize_fp8_kernel(const bf16* x, QuantTensorRef q, std::int64_t n) {
   const std::int64_t nvec = n / 8;
-  const std::int64_t block = gridDim.x - 1 - blockIdx.x;
-  const std::int64_t v = block * kThreads + threadIdx.x;
+  const std::int64_t v = (gridDim.x - 1 - std::int64_t(blockIdx.x)) * kThreads + threadIdx.x;
   const bool valid = v < nvec;
   float f[8];
   load_vector(x, v, valid, true, f);
   if (Rht) hadamard16_pair(f, threadIdx.x & 1);
-  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
-  if constexpr (is_fp8(F)) {
-    std::uint32_t w[2] = {0, 0};
+  const float ts = __ldg(q.tensor_scale);
+  std::uint32_t w[2] = {0, 0};
 #pragma unroll
-    for (int i = 0; i < 8; ++i) w[i / 4] |= std::uint32_t(fp8_byte<F>(f[i] / ts)) << (8 * (i % 4));
-    if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
-    if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
-      for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
-        q.codes[e] = fp8_byte<F>(__bfloat162float(x[e]) / ts);
-  } else {
-    constexpr int kLanes = block_cols(F) / 8;
-    float bamax = abs_max8(f);
-#pragma unroll
-    for (int o = 1; o < kLanes; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, o));
-    std::uint8_t bits = 0;
-    const float scale = block_scale<F>(bamax, ts, bits);
-    const std::uint32_t packed = encode_fp4x8<Sr>(f, scale, std::uint64_t(v), seed);
-    if (valid) {
-      reinterpret_cast<std::uint32_t*>(q.codes)[v] = packed;
-      if (v % kLanes == 0) q.scales[v / kLanes] = bits;
-    }
-  }
+  for (int i = 0; i < 8; ++i) w[i / 4] |= std::uint32_t(fp8_byte<F>(f[i] / ts)) << (8 * (i % 4));
+  if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
+  if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
+    for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
+      q.codes[e] = fp8_byte<F>(__bfloat162float(x[e]) / ts);
 }
 
 // NVFP4 16×16 tiles: a warp per tile (lane → row lane/2, half lane%2), eight tiles along a row per CTA.
 template <bool Rht, bool Sr>
-__global__ void __launch_bounds__(kThreads) quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols,
-                                                                   std::uint64_t seed) {
+__global__ void __launch_bounds__(kThreads)
+    quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
   const std::int64_t tiles_per_row = cols / 16;
   const std::int64_t tc = std::int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
   if (tc >= tiles_per_row) return;  // whole warps only
@@ -276,8 +328,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tiles_kernel(const bf16* x,
   if (Rht) hadamard16_pair(f, lane & 1);
   const float ts = __ldg(q.tensor_scale);
   std::uint8_t bits = 0;
-  const float scale = block_scale<QuantFormat::Nvfp4>(warp_max(abs_max8(f)), ts, bits);
-  reinterpret_cast<std::uint32_t*>(q.codes)[e / 8] = encode_fp4x8<Sr>(f, scale, std::uint64_t(e / 8), seed);
+  const Divisor d = divisor(block_scale<QuantFormat::Nvfp4>(warp_max(abs_max8(f)), ts, bits));
+  reinterpret_cast<std::uint32_t*>(q.codes)[e / 8] = encode_fp4x8<Sr>(f, d, std::uint64_t(e / 8), seed);
   if (lane == 0) q.scales[tr * tiles_per_row + tc] = bits;
 }
 
@@ -297,7 +349,9 @@ __device__ __forceinline__ void store_values(float* out, std::int64_t v, const f
   o[0] = make_float4(f[0], f[1], f[2], f[3]);
   o[1] = make_float4(f[4], f[5], f[6], f[7]);
 }
-__device__ __forceinline__ void store_value(bf16* out, std::int64_t e, float f) { out[e] = __float2bfloat16_rn(f); }
+__device__ __forceinline__ void store_value(bf16* out, std::int64_t e, float f) {
+  out[e] = __float2bfloat16_rn(f);
+}
 __device__ __forceinline__ void store_value(float* out, std::int64_t e, float f) { out[e] = f; }
 
 template <QuantFormat F>
@@ -306,7 +360,8 @@ __device__ __forceinline__ float fp8_value(std::uint8_t b) {
 }
 
 template <QuantFormat F>
-__device__ __forceinline__ float decode_scale(const QuantTensorRef& q, std::int64_t v, std::int64_t cols, float ts) {
+__device__ __forceinline__ float decode_scale(const QuantTensorRef& q, std::int64_t v, std::int64_t cols,
+                                              float ts) {
   if constexpr (is_fp8(F)) {
     return ts;
   } else {
@@ -327,8 +382,8 @@ __device__ __forceinline__ float decode_scale(const QuantTensorRef& q, std::int6
 constexpr int kDecodeVectorsPerThread = 4;
 
 template <QuantFormat F, class Out>
-__global__ void __launch_bounds__(kThreads) dequantize_kernel(QuantTensorRef q, Out* out, std::int64_t n,
-                                                               std::int64_t cols) {
+__global__ void __launch_bounds__(kThreads)
+    dequantize_kernel(QuantTensorRef q, Out* out, std::int64_t n, std::int64_t cols) {
   const std::int64_t nvec = n / 8;
   const std::int64_t base = std::int64_t(blockIdx.x) * kThreads * kDecodeVectorsPerThread + threadIdx.x;
   const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
@@ -360,12 +415,15 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(QuantTensorRef q, 
   }
   if constexpr (is_fp8(F))
     if (blockIdx.x == gridDim.x - 1)
-      for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads) store_value(out, e, fp8_value<F>(q.codes[e]) * ts);
+      for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
+        store_value(out, e, fp8_value<F>(q.codes[e]) * ts);
 }
 
 // ---- launchers -------------------------------------------------------------------------------
 
-unsigned vector_blocks(std::int64_t n) { return unsigned(std::max<std::int64_t>(1, (n / 8 + kThreads - 1) / kThreads)); }
+unsigned vector_blocks(std::int64_t n) {
+  return unsigned(std::max<std::int64_t>(1, (n / 8 + kThreads - 1) / kThreads));
+}
 
 void check_shape(QuantFormat f, std::int64_t rows, std::int64_t cols, bool rht) {
   const int bc = block_cols(f);
@@ -381,7 +439,8 @@ void launch_amax(const bf16* x, std::int64_t n, bool rht, void* workspace, float
   int device = 0, sms = 0;
   RAFTER_CUDA_CHECK(cudaGetDevice(&device));
   RAFTER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::int64_t chunks = (n / 8 + kThreads * kAmaxVectorsPerThread - 1) / (kThreads * kAmaxVectorsPerThread);
+  const std::int64_t chunks =
+      (n / 8 + kThreads * kAmaxVectorsPerThread - 1) / (kThreads * kAmaxVectorsPerThread);
   // 8 CTAs of 256 threads fill an SM; more CTAs would only lengthen the partials' reduction.
   const unsigned grid = unsigned(std::clamp<std::int64_t>(chunks, 1, std::min(kMaxAmaxBlocks, 8 * sms)));
   auto* ws = static_cast<AmaxWorkspace*>(workspace);
@@ -398,15 +457,18 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
   if constexpr (F == QuantFormat::Nvfp4Tile16) {
     const dim3 grid(unsigned((cols / 16 + kThreads / 32 - 1) / (kThreads / 32)), unsigned(rows / 16));
     quantize_tiles_kernel<Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, cols, seed);
+  } else if constexpr (is_fp8(F)) {
+    quantize_fp8_kernel<F, Rht><<<vector_blocks(rows * cols), kThreads, 0, stream>>>(x, q, rows * cols);
   } else {
-    quantize_flat_kernel<F, Rht, Sr><<<vector_blocks(rows * cols), kThreads, 0, stream>>>(x, q, rows * cols, seed);
+    const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
+    quantize_fp4_rows_kernel<F, Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, rows * cols, seed);
   }
   RAFTER_CUDA_LAUNCH_CHECK("quantize kernel");
 }
 
 template <QuantFormat F>
-void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols, const QuantLaunchOptions& o,
-                   cudaStream_t stream) {
+void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols,
+                   const QuantLaunchOptions& o, cudaStream_t stream) {
   if (o.rht && o.stochastic) return launch_encode<F, true, true>(x, q, rows, cols, o.seed, stream);
   if (o.rht) return launch_encode<F, true, false>(x, q, rows, cols, o.seed, stream);
   if (o.stochastic) return launch_encode<F, false, true>(x, q, rows, cols, o.seed, stream);
@@ -421,13 +483,21 @@ void launch_decode(QuantTensorRef q, Out* out, std::int64_t rows, std::int64_t c
   const std::int64_t per_block = std::int64_t(kThreads) * kDecodeVectorsPerThread;
   const unsigned grid = unsigned(std::max<std::int64_t>(1, (n / 8 + per_block - 1) / per_block));
   switch (f) {
-    case QuantFormat::Nvfp4: dequantize_kernel<QuantFormat::Nvfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols); break;
+    case QuantFormat::Nvfp4:
+      dequantize_kernel<QuantFormat::Nvfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
     case QuantFormat::Nvfp4Tile16:
       dequantize_kernel<QuantFormat::Nvfp4Tile16><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
       break;
-    case QuantFormat::Mxfp4: dequantize_kernel<QuantFormat::Mxfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols); break;
-    case QuantFormat::Fp8E4m3: dequantize_kernel<QuantFormat::Fp8E4m3><<<grid, kThreads, 0, stream>>>(q, out, n, cols); break;
-    case QuantFormat::Fp8E5m2: dequantize_kernel<QuantFormat::Fp8E5m2><<<grid, kThreads, 0, stream>>>(q, out, n, cols); break;
+    case QuantFormat::Mxfp4:
+      dequantize_kernel<QuantFormat::Mxfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
+    case QuantFormat::Fp8E4m3:
+      dequantize_kernel<QuantFormat::Fp8E4m3><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
+    case QuantFormat::Fp8E5m2:
+      dequantize_kernel<QuantFormat::Fp8E5m2><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
   }
   RAFTER_CUDA_LAUNCH_CHECK("dequantize_kernel");
 }
@@ -446,14 +516,20 @@ std::size_t quant_workspace_bytes() { return sizeof(AmaxWorkspace); }
 void quantize_bf16(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols, QuantFormat f,
                    const QuantLaunchOptions& o, void* workspace, cudaStream_t stream) {
   check_shape(f, rows, cols, o.rht);
-  if (f != QuantFormat::Mxfp4) launch_amax(x, rows * cols, o.rht, workspace, q.tensor_scale, scale_range(f), stream);
+  if (f != QuantFormat::Mxfp4)
+    launch_amax(x, rows * cols, o.rht, workspace, q.tensor_scale, scale_range(f), stream);
   switch (f) {
-    case QuantFormat::Nvfp4: return launch_encode<QuantFormat::Nvfp4>(x, q, rows, cols, o, stream);
-    case QuantFormat::Nvfp4Tile16: return launch_encode<QuantFormat::Nvfp4Tile16>(x, q, rows, cols, o, stream);
-    case QuantFormat::Mxfp4: return launch_encode<QuantFormat::Mxfp4>(x, q, rows, cols, o, stream);
+    case QuantFormat::Nvfp4:
+      return launch_encode<QuantFormat::Nvfp4>(x, q, rows, cols, o, stream);
+    case QuantFormat::Nvfp4Tile16:
+      return launch_encode<QuantFormat::Nvfp4Tile16>(x, q, rows, cols, o, stream);
+    case QuantFormat::Mxfp4:
+      return launch_encode<QuantFormat::Mxfp4>(x, q, rows, cols, o, stream);
     // FP8 rounds to nearest even, stochastic rounding asked or not, as the CPU encoder does.
-    case QuantFormat::Fp8E4m3: return launch_encode<QuantFormat::Fp8E4m3>(x, q, rows, cols, {o.rht, false, 0}, stream);
-    case QuantFormat::Fp8E5m2: return launch_encode<QuantFormat::Fp8E5m2>(x, q, rows, cols, {o.rht, false, 0}, stream);
+    case QuantFormat::Fp8E4m3:
+      return launch_encode<QuantFormat::Fp8E4m3>(x, q, rows, cols, {o.rht, false, 0}, stream);
+    case QuantFormat::Fp8E5m2:
+      return launch_encode<QuantFormat::Fp8E5m2>(x, q, rows, cols, {o.rht, false, 0}, stream);
   }
 }
 

@@ -17,7 +17,8 @@ namespace {
 std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
 
 QuantFormat format_of(const OpInstance& in) {
-  if (in.precision == "nvfp4") return shape_value(in, "block2d") ? QuantFormat::Nvfp4Tile16 : QuantFormat::Nvfp4;
+  if (in.precision == "nvfp4")
+    return shape_value(in, "block2d") ? QuantFormat::Nvfp4Tile16 : QuantFormat::Nvfp4;
   if (in.precision == "mxfp4") return QuantFormat::Mxfp4;
   return in.precision == "fp8_e4m3" ? QuantFormat::Fp8E4m3 : QuantFormat::Fp8E5m2;
 }
@@ -31,7 +32,8 @@ struct DeviceQuantized {
 DeviceQuantized alloc_quantized(DeviceProblem& d, QuantFormat f, std::int64_t rows, std::int64_t cols) {
   DeviceQuantized q;
   q.ref.codes = d.scratch(DType::I8, quant_code_bytes(f, rows, cols)).as<std::uint8_t>();
-  q.ref.scales = d.scratch(DType::I8, std::max<std::size_t>(1, quant_scale_bytes(f, rows, cols))).as<std::uint8_t>();
+  q.ref.scales =
+      d.scratch(DType::I8, std::max<std::size_t>(1, quant_scale_bytes(f, rows, cols))).as<std::uint8_t>();
   q.ref.tensor_scale = d.scratch(DType::F32, 1).as<float>();
   DeviceTensor& ws = d.adopt(alloc_tensor(DType::I8, quant_workspace_bytes()));
   RAFTER_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.count));
@@ -45,7 +47,8 @@ StreamFn bind_quantize(const OpInstance& in, DeviceProblem& d) {
   const QuantLaunchOptions o{shape_value(in, "rht") != 0, shape_value(in, "sr") != 0, 1};
   const auto* x = d.input(0, DType::BF16, sz(rows * cols), -3, 3).as_bf16();
   const DeviceQuantized q = alloc_quantized(d, f, rows, cols);
-  if (!d.checking()) return [=](cudaStream_t s) { quantize_bf16(x, q.ref, rows, cols, f, o, q.workspace, s); };
+  if (!d.checking())
+    return [=](cudaStream_t s) { quantize_bf16(x, q.ref, rows, cols, f, o, q.workspace, s); };
   auto* y = d.output(DType::F32, sz(rows * cols), 0).as<float>();
   return [=](cudaStream_t s) {
     quantize_bf16(x, q.ref, rows, cols, f, o, q.workspace, s);
@@ -78,7 +81,8 @@ class CudaQuantBackend : public CudaBackend {
       const bool quantize = inst.op == "quantize";
       check_and_time(inst, ctx, quantize ? bind_quantize : bind_dequantize, record);
       record.details["kernels"] =
-          quantize ? "rafter CUDA: tensor amax (grid-stride reduction, RHT applied) unless MXFP4, then one encoding "
+          quantize ? "rafter CUDA: tensor amax (grid-stride reduction, RHT applied) unless MXFP4, then one "
+                     "encoding "
                      "pass (8 values per thread, block maxima by shuffles, 16-point RHT in registers, Philox "
                      "stochastic rounding) walking the tensor in reverse so that its start hits what L2 kept"
                    : "rafter CUDA: one pass, 8 codes per thread decoded with their block scale to BF16";
