@@ -1,13 +1,14 @@
-// Quantizers and dequantizers (quantize.hpp). A thread owns 16 consecutive values of a row for the
-// row-wise FP4 formats (a whole NVFP4 block, half an MXFP4 one: a shuffle completes its maximum),
-// 8 for FP8 and for NVFP4 16×16 tiles (a warp per tile, its maximum by shuffles, the RHT's last
-// butterfly stage across the lane pair), so a block never leaves registers. The encoding is bound
-// by instruction issue more than by memory: each value costs a division and a rounding.
+// Quantizers and dequantizers (quantize.hpp). One thread owns 8 consecutive values of a row (one
+// 16-byte load); the threads of a scale block combine their maxima with shuffles (2 lanes per
+// NVFP4 1×16 block, 4 per MXFP4 1×32, a whole warp per NVFP4 16×16 tile), and the RHT's last
+// butterfly stage crosses the lane pair the same way, so a block never leaves registers.
 // Formats with a tensor scale take two kernels: the amax pass (a grid-stride reduction whose last
 // CTA turns the maximum into the tensor scale), then the encoding pass, which walks the tensor in
 // the reverse order so that it starts with what the amax pass read last and L2 still holds.
 // Every fp32 operation that decides a code is the CPU encoder's, in its order (IEEE division, no
-// contraction), so round-to-nearest codes and scales match it byte for byte.
+// contraction), so round-to-nearest codes and scales match it byte for byte. On the H100 the
+// encoding pass streams below the HBM roof, and taking instructions out per value made it faster
+// (bench/quant_results.md): the work per value, not the memory, is what to cut next.
 #include <cuda_fp8.h>
 #include <curand_kernel.h>
 
@@ -195,28 +196,19 @@ __device__ __forceinline__ float divide_rn(float a, float s, float r) {
 }
 
 // Eight E2M1 codes (sign | magnitude code), packed low nibble first.
-// A block's scale with its reciprocal, computed once for all the thread's values.
-struct Divisor {
-  float scale, rcp;
-  bool normal;  // scale >= FLT_MIN: its reciprocal is finite
-};
-__device__ __forceinline__ Divisor divisor(float s) {
-  const bool normal = s >= 1.17549435e-38f;
-  return {s, normal ? __frcp_rn(s) : 0.0f, normal};
-}
-
 template <bool Sr>
-__device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], const Divisor& d, std::uint64_t v,
+__device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, std::uint64_t v,
                                                       std::uint64_t seed) {
   float u[8];
   if (Sr) uniforms8(v, seed, u);
-  const float scale = d.scale;
+  const bool normal_scale = scale >= 1.17549435e-38f;  // FLT_MIN: its reciprocal is finite
+  const float r = normal_scale ? __frcp_rn(scale) : 0.0f;
   std::uint32_t packed = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     int k = 0;
     if (scale > 0.0f) {
-      const float a = d.normal ? divide_rn(fabsf(f[i]), scale, d.rcp) : fabsf(f[i]) / scale;
+      const float a = normal_scale ? divide_rn(fabsf(f[i]), scale, r) : fabsf(f[i]) / scale;
       if (Sr) {
         k = e2m1_code_down(a);
         const float lo = e2m1_magnitude(k), hi = e2m1_magnitude(k < 7 ? k + 1 : 7);
@@ -240,77 +232,39 @@ __device__ __forceinline__ std::uint8_t fp8_byte(float y) {
   return (b & 0x7f) ? b : 0;
 }
 
-// x[16j .. 16j+15] ← H16·diag(sign)·x / 4 in one thread: the CPU's butterflies in the CPU's order.
-__device__ __forceinline__ void hadamard16(float (&f)[16]) {
-#pragma unroll
-  for (int i = 0; i < 16; ++i)
-    if ((kRhtNegative >> i) & 1u) f[i] = -f[i];
-#pragma unroll
-  for (int h = 1; h < 16; h <<= 1)
-#pragma unroll
-    for (int i = 0; i < 16; i += 2 * h)
-#pragma unroll
-      for (int j = i; j < i + h; ++j) {
-        const float a = f[j], b = f[j + h];
-        f[j] = a + b;
-        f[j + h] = a - b;
-      }
-#pragma unroll
-  for (int i = 0; i < 16; ++i) f[i] *= 0.25f;
-}
-
-// Row-wise FP4 (1×16, 1×32): blocks never cross a row, so the tensor is a flat array. A thread owns
-// 16 values (two 16-byte loads in flight; an NVFP4 block, or half an MXFP4 one): the block's scale,
-// its reciprocal and the thread's index arithmetic are paid once per 16 values, not per 8.
+// Row-wise formats (1×16, 1×32, per tensor): blocks never cross a row, so the tensor is a flat array.
 template <QuantFormat F, bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads)
-    quantize_fp4_rows_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
-  const std::int64_t groups = n / 16;
-  const std::int64_t g = (gridDim.x - 1 - std::int64_t(blockIdx.x)) * kThreads + threadIdx.x;
-  const bool valid = g < groups;
-  float lo[8], hi[8];
-  load_vector(x, 2 * g, valid, true, lo);
-  load_vector(x, 2 * g + 1, valid, true, hi);
-  if (Rht) {
-    float f[16];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) f[i] = lo[i], f[i + 8] = hi[i];
-    hadamard16(f);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) lo[i] = f[i], hi[i] = f[i + 8];
-  }
-  float bamax = fmaxf(abs_max8(lo), abs_max8(hi));
-  if (F == QuantFormat::Mxfp4) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, 1));
-  std::uint8_t bits = 0;
-  const Divisor d =
-      divisor(block_scale<F>(bamax, F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale), bits));
-  const uint2 packed = make_uint2(encode_fp4x8<Sr>(lo, d, std::uint64_t(2 * g), seed),
-                                  encode_fp4x8<Sr>(hi, d, std::uint64_t(2 * g + 1), seed));
-  if (valid) {
-    reinterpret_cast<uint2*>(q.codes)[g] = packed;
-    if (F == QuantFormat::Nvfp4) q.scales[g] = bits;
-    if (F == QuantFormat::Mxfp4 && g % 2 == 0) q.scales[g / 2] = bits;
-  }
-}
-
-// FP8 with a tensor scale: 8 values per thread, any length (a ragged tail takes a scalar loop).
-template <QuantFormat F, bool Rht>
-__global__ void __launch_bounds__(kThreads)
-    quantize_fp8_kernel(const bf16* x, QuantTensorRef q, std::int64_t n) {
+    quantize_flat_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
   const std::int64_t nvec = n / 8;
-  const std::int64_t v = (gridDim.x - 1 - std::int64_t(blockIdx.x)) * kThreads + threadIdx.x;
+  const std::int64_t block = gridDim.x - 1 - blockIdx.x;
+  const std::int64_t v = block * kThreads + threadIdx.x;
   const bool valid = v < nvec;
   float f[8];
   load_vector(x, v, valid, true, f);
   if (Rht) hadamard16_pair(f, threadIdx.x & 1);
-  const float ts = __ldg(q.tensor_scale);
-  std::uint32_t w[2] = {0, 0};
+  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
+  if constexpr (is_fp8(F)) {
+    std::uint32_t w[2] = {0, 0};
 #pragma unroll
-  for (int i = 0; i < 8; ++i) w[i / 4] |= std::uint32_t(fp8_byte<F>(f[i] / ts)) << (8 * (i % 4));
-  if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
-  if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
-    for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
-      q.codes[e] = fp8_byte<F>(__bfloat162float(x[e]) / ts);
+    for (int i = 0; i < 8; ++i) w[i / 4] |= std::uint32_t(fp8_byte<F>(f[i] / ts)) << (8 * (i % 4));
+    if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
+    if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
+      for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
+        q.codes[e] = fp8_byte<F>(__bfloat162float(x[e]) / ts);
+  } else {
+    constexpr int kLanes = block_cols(F) / 8;
+    float bamax = abs_max8(f);
+#pragma unroll
+    for (int o = 1; o < kLanes; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, o));
+    std::uint8_t bits = 0;
+    const float scale = block_scale<F>(bamax, ts, bits);
+    const std::uint32_t packed = encode_fp4x8<Sr>(f, scale, std::uint64_t(v), seed);
+    if (valid) {
+      reinterpret_cast<std::uint32_t*>(q.codes)[v] = packed;
+      if (v % kLanes == 0) q.scales[v / kLanes] = bits;
+    }
+  }
 }
 
 // NVFP4 16×16 tiles: a warp per tile (lane → row lane/2, half lane%2), eight tiles along a row per CTA.
@@ -328,8 +282,8 @@ __global__ void __launch_bounds__(kThreads)
   if (Rht) hadamard16_pair(f, lane & 1);
   const float ts = __ldg(q.tensor_scale);
   std::uint8_t bits = 0;
-  const Divisor d = divisor(block_scale<QuantFormat::Nvfp4>(warp_max(abs_max8(f)), ts, bits));
-  reinterpret_cast<std::uint32_t*>(q.codes)[e / 8] = encode_fp4x8<Sr>(f, d, std::uint64_t(e / 8), seed);
+  const float scale = block_scale<QuantFormat::Nvfp4>(warp_max(abs_max8(f)), ts, bits);
+  reinterpret_cast<std::uint32_t*>(q.codes)[e / 8] = encode_fp4x8<Sr>(f, scale, std::uint64_t(e / 8), seed);
   if (lane == 0) q.scales[tr * tiles_per_row + tc] = bits;
 }
 
@@ -457,11 +411,9 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
   if constexpr (F == QuantFormat::Nvfp4Tile16) {
     const dim3 grid(unsigned((cols / 16 + kThreads / 32 - 1) / (kThreads / 32)), unsigned(rows / 16));
     quantize_tiles_kernel<Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, cols, seed);
-  } else if constexpr (is_fp8(F)) {
-    quantize_fp8_kernel<F, Rht><<<vector_blocks(rows * cols), kThreads, 0, stream>>>(x, q, rows * cols);
   } else {
-    const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
-    quantize_fp4_rows_kernel<F, Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, rows * cols, seed);
+    quantize_flat_kernel<F, Rht, Sr>
+        <<<vector_blocks(rows * cols), kThreads, 0, stream>>>(x, q, rows * cols, seed);
   }
   RAFTER_CUDA_LAUNCH_CHECK("quantize kernel");
 }
