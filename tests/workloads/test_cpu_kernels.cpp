@@ -89,6 +89,9 @@ TEST(CpuKernels, ExactQuantizersAgreeWithTheFp64Definition) {
     OpInstance inst = normalize_instance(q, {"quantize", "", "fwd", {{"rows", 32}, {"cols", 128}}, p, 1});
     const auto r = profile_instance(inst, ctx, {});
     EXPECT_LT(r.check.error, 1e-3) << p;  // same grid, same rounding: (almost) bit-exact
+    // With the RHT the encoded values are the transformed ones (FP8 once skipped the transform).
+    inst.shape["rht"] = 1;
+    EXPECT_LT(profile_instance(inst, ctx, {}).check.error, 1e-3) << p << " rht";
   }
   // 544 columns: two groups of 16 blocks (AVX-512: all their maxima at once) and a tail of 2 blocks.
   OpInstance wide = normalize_instance(q, {"quantize", "", "fwd", {{"rows", 8}, {"cols", 544}}, "nvfp4", 1});

@@ -71,6 +71,20 @@ std::vector<Case> cases() {
       c.push_back({"gemm", phase, p, {{"m", 16}, {"n", 128}, {"k", 256}, {"batch", 2}}});
       c.push_back({"gemm", phase, p, {{"m", 128}, {"n", 96}, {"k", 320}, {"batch", 1}}});
     }
+  // Quantizers: every format, 16×16 tiles, RHT, stochastic rounding, FP8 with a ragged tail.
+  for (const char* p : {"nvfp4", "mxfp4", "fp8_e4m3", "fp8_e5m2"}) {
+    c.push_back({"quantize", "fwd", p, {{"rows", 48}, {"cols", 320}}});
+    c.push_back({"quantize", "fwd", p, {{"rows", 32}, {"cols", 256}, {"rht", 1}}});
+    c.push_back({"quantize", "fwd", p, {{"rows", 32}, {"cols", 256}, {"sr", 1}}});
+    c.push_back({"dequantize", "fwd", p, {{"rows", 48}, {"cols", 320}}});
+  }
+  for (const char* op : {"quantize", "dequantize"})
+    c.push_back({op, "fwd", "nvfp4", {{"rows", 48}, {"cols", 320}, {"block2d", 1}}});
+  c.push_back({"quantize", "fwd", "nvfp4", {{"rows", 64}, {"cols", 128}, {"block2d", 1}, {"rht", 1}, {"sr", 1}}});
+  c.push_back({"quantize", "fwd", "fp8_e4m3", {{"rows", 5}, {"cols", 301}}});
+  c.push_back({"dequantize", "fwd", "fp8_e5m2", {{"rows", 5}, {"cols", 301}}});
+  c.push_back({"hot_channel_patch", "fwd", "bf16", {{"tokens", 40}, {"out", 48}, {"hot", 32}}});
+  c.push_back({"hot_channel_patch", "fwd", "bf16", {{"tokens", 4096}, {"out", 4096}, {"hot", 40}}});
   return c;
 }
 }  // namespace

@@ -195,6 +195,13 @@ TEST(OperatorCosts, QuantizersAndPatch) {
   EXPECT_DOUBLE_EQ(flops(c, "fp32"), (5 + 32 + 2) * n);
   c = cost_of("quantize", {{"rows", 64}, {"cols", 256}}, "mxfp4");
   EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * n + n / 2 + n / 32);
+  // 64 MiB of input beyond a 32 MiB L3: DRAM sees it twice where a tensor scale needs an amax
+  // pass first (NVFP4, FP8), once for MXFP4.
+  const double big = 4096.0 * 8192;
+  c = cost_of("quantize", {{"rows", 4096}, {"cols", 8192}}, "nvfp4", "fwd", kLevels);
+  EXPECT_DOUBLE_EQ(c.bytes.back().bytes, c.compulsory_bytes + 2 * big);
+  c = cost_of("quantize", {{"rows", 4096}, {"cols", 8192}}, "mxfp4", "fwd", kLevels);
+  EXPECT_DOUBLE_EQ(c.bytes.back().bytes, c.compulsory_bytes);
   c = cost_of("dequantize", {{"rows", 64}, {"cols", 256}}, "fp8_e4m3");
   EXPECT_DOUBLE_EQ(c.compulsory_bytes, n + 4 + 2 * n);
   EXPECT_THROW(cost_of("quantize", {{"rows", 8}, {"cols", 256}, {"block2d", 1}}, "nvfp4"), InputError);

@@ -224,16 +224,27 @@ template <class T>
 void quantize_impl(const T* x, QuantizedTensor& q, const QuantOptions& o) {
   if constexpr (std::is_same_v<T, bf16>)
     if (quantize_nvfp4_avx512(x, q, o)) return;
-  const float amax = tensor_amax(x, q.rows, q.cols, o.rht);
+  // MXFP4 has no tensor scale: no amax pass.
+  const float amax = q.precision == "mxfp4" ? 0.0f : tensor_amax(x, q.rows, q.cols, o.rht);
   if (q.precision == "fp8_e4m3" || q.precision == "fp8_e5m2") {
     const bool e4 = q.precision == "fp8_e4m3";
     q.tensor_scale = amax > 0 ? amax / (e4 ? 448.0f : 57344.0f) : 1.0f;
     auto* vals = static_cast<std::uint8_t*>(q.values.data());
+    auto encode = [&](float x_i, std::int64_t i) {
+      const float v = x_i / q.tensor_scale;
+      const std::int32_t bits = e4 ? e4m3_code(std::fabs(v)) : e5m2_code(std::fabs(v));
+      vals[i] = static_cast<std::uint8_t>(bits | ((v < 0 && bits != 0) ? 0x80 : 0));
+    };
     parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {
-      for (std::int64_t i = b * q.cols; i < e * q.cols; ++i) {
-        const float v = ld(x, i) / q.tensor_scale;
-        const std::int32_t bits = e4 ? e4m3_code(std::fabs(v)) : e5m2_code(std::fabs(v));
-        vals[i] = static_cast<std::uint8_t>(bits | ((v < 0 && bits != 0) ? 0x80 : 0));
+      if (!o.rht) {
+        for (std::int64_t i = b * q.cols; i < e * q.cols; ++i) encode(ld(x, i), i);
+        return;
+      }
+      // The values encoded are the transformed ones, whose maximum set the tensor scale.
+      std::vector<float> row(static_cast<std::size_t>(q.cols));
+      for (std::int64_t r = b; r < e; ++r) {
+        load_rows(x, r, 1, q.cols, true, row.data());
+        for (std::int64_t c = 0; c < q.cols; ++c) encode(row[std::size_t(c)], r * q.cols + c);
       }
     });
     return;

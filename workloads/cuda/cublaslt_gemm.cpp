@@ -140,6 +140,11 @@ void LtGemm::set_alpha(double alpha) {
   alpha_f32_ = static_cast<float>(alpha);
 }
 
+void LtGemm::set_beta(double beta) {
+  beta_f64_ = beta;
+  beta_f32_ = static_cast<float>(beta);
+}
+
 const void* LtGemm::alpha() const {
   if (types_.compute == "64F") return &alpha_f64_;
   if (types_.compute == "32I") return &alpha_i32_;

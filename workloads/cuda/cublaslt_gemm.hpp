@@ -45,6 +45,8 @@ class LtGemm {
   void launch(cudaStream_t stream) const;
   // The output scale, cuBLASLt's alpha (1 unless set): the FP4 paths' product of the tensor scales.
   void set_alpha(double alpha);
+  // cuBLASLt's beta (0 unless set): 1 accumulates into C, which is read before it is written.
+  void set_beta(double beta);
   // How many of choose()'s candidates came from the heuristic (the rest are variants of them).
   int heuristic_candidates() const { return heuristic_count_; }
   // The same GEMM on other operands of the same layout (attention's per-group calls).

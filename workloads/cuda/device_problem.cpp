@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "rafter/workloads/backend.hpp"
+#include "rafter/workloads/precision.hpp"
 
 namespace rafter::workloads::cuda {
 
@@ -61,7 +62,9 @@ void check_on_device(const OpInstance& inst, const ExecContext& ctx, const BindF
   def.reference(small, problem);
   launch(nullptr);
   RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
-  record.check = compare_outputs(problem, dev.results(), inst.precision);
+  // Quantizers are compared at check_tolerance's exact-emulation bound, not the format's error.
+  record.check = compare_outputs(problem, dev.results(),
+                                 check_tolerance(inst.op, inst.precision, shape_value(small, "sr") != 0));
   if (small.shape != inst.shape) {
     std::string note = "checked at";
     for (const auto& [k, v] : small.shape) note += fmt::format(" {}={}", k, v);

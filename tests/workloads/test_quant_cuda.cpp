@@ -1,0 +1,210 @@
+// The GPU quantizers (workloads/cuda/kernels_quant.cu) against the CPU encoder byte for byte
+// (round to nearest even: codes, scales, tensor scale; the decoders' BF16 and FP32 output), and
+// stochastic rounding's two promises: it is unbiased (the mean over many seeds converges on the
+// input, far below round-to-nearest's error) and it is a function of (seed, element).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rafter/collector/error.hpp"
+#include "rafter/workloads/formats.hpp"
+
+#if RAFTER_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "../../workloads/cpu/block_quant.hpp"
+#include "../../workloads/cuda/quantize.hpp"
+#include "rafter/collector/gpu_timing.hpp"
+
+using namespace rafter::workloads;
+namespace numfmt = rafter::workloads::numfmt;
+
+namespace {
+
+struct Format {
+  const char* precision;
+  bool block2d;
+  cuda::QuantFormat gpu;
+};
+const Format kFormats[] = {{"nvfp4", false, cuda::QuantFormat::Nvfp4},
+                           {"nvfp4", true, cuda::QuantFormat::Nvfp4Tile16},
+                           {"mxfp4", false, cuda::QuantFormat::Mxfp4},
+                           {"fp8_e4m3", false, cuda::QuantFormat::Fp8E4m3},
+                           {"fp8_e5m2", false, cuda::QuantFormat::Fp8E5m2}};
+
+// BF16 values, magnitudes spread over 2^-12..2^6 by row (subnormal E4M3 block scales, varied E8M0
+// exponents), with some exact zeros and exact ties.
+std::vector<std::uint16_t> random_bf16(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<std::uint16_t> x(std::size_t(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      double v = u(rng) * std::ldexp(1.0, int(r * 5 % 19) - 12);
+      if (c % 37 == 0) v = 0;
+      if (c % 41 == 0)
+        v = std::ldexp(1.25, int(r % 7) - 3);  // halfway between E2M1 neighbours at some scales
+      x[std::size_t(r * cols + c)] = numfmt::float_to_bf16(static_cast<float>(v));
+    }
+  return x;
+}
+
+template <class T>
+struct Dev {
+  T* p = nullptr;
+  explicit Dev(std::size_t count) {
+    EXPECT_EQ(cudaMalloc(&p, std::max<std::size_t>(1, count) * sizeof(T)), cudaSuccess);
+  }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  std::vector<T> host(std::size_t count) const {
+    std::vector<T> h(count);
+    EXPECT_EQ(cudaMemcpy(h.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+};
+
+struct GpuQuantized {
+  Dev<std::uint8_t> codes, scales, workspace;
+  Dev<float> tensor_scale{1};
+  GpuQuantized(cuda::QuantFormat f, std::int64_t rows, std::int64_t cols)
+      : codes(cuda::quant_code_bytes(f, rows, cols)),
+        scales(cuda::quant_scale_bytes(f, rows, cols)),
+        workspace(cuda::quant_workspace_bytes()) {
+    EXPECT_EQ(cudaMemset(workspace.p, 0, cuda::quant_workspace_bytes()), cudaSuccess);
+    EXPECT_EQ(cudaMemset(codes.p, 0xff, cuda::quant_code_bytes(f, rows, cols)), cudaSuccess);
+  }
+  cuda::QuantTensorRef ref() const { return {codes.p, scales.p, tensor_scale.p}; }
+};
+
+class GpuQuant : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  }
+};
+
+TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
+  const std::int64_t rows = 64, cols = 384;
+  const auto x = random_bf16(rows, cols, 7);
+  std::vector<float> xf(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) xf[i] = numfmt::bf16_to_float(x[i]);
+  Dev<__nv_bfloat16> dx(x.size());
+  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  for (const Format& f : kFormats)
+    for (bool rht : {false, true}) {
+      SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : "") + (rht ? " rht" : ""));
+      cpu::QuantizedTensor q;
+      q.precision = f.precision, q.rows = rows, q.cols = cols, q.block2d = f.block2d;
+      q.allocate();
+      cpu::quantize(xf.data(), q, {rht, false, 1});
+      GpuQuantized g(f.gpu, rows, cols);
+      cuda::quantize_bf16(dx.p, g.ref(), rows, cols, f.gpu, {rht, false, 1}, g.workspace.p, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols),
+                        ns = cuda::quant_scale_bytes(f.gpu, rows, cols);
+      ASSERT_EQ(nc, q.values.bytes());
+      EXPECT_EQ(g.codes.host(nc),
+                std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.values.data()),
+                                          static_cast<std::uint8_t*>(q.values.data()) + nc));
+      if (ns) {
+        ASSERT_EQ(ns, std::size_t(q.scale_count()));
+        EXPECT_EQ(g.scales.host(ns),
+                  std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.scales.data()),
+                                            static_cast<std::uint8_t*>(q.scales.data()) + ns));
+      }
+      if (f.gpu != cuda::QuantFormat::Mxfp4) {
+        EXPECT_EQ(g.tensor_scale.host(1)[0], q.tensor_scale);
+      }
+      // Decoders: BF16 and FP32 bits equal the CPU's.
+      const std::size_t n = x.size();
+      Dev<__nv_bfloat16> y16(n);
+      Dev<float> y32(n);
+      cuda::dequantize_to_bf16(g.ref(), y16.p, rows, cols, f.gpu, nullptr);
+      cuda::dequantize_to_f32(g.ref(), y32.p, rows, cols, f.gpu, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<std::uint16_t> want16(n), got16(n);
+      std::vector<float> want32(n);
+      cpu::dequantize(q, want16.data());
+      cpu::dequantize(q, want32.data());
+      ASSERT_EQ(cudaMemcpy(got16.data(), y16.p, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(got16, want16);
+      const auto got32 = y32.host(n);
+      EXPECT_EQ(std::memcmp(got32.data(), want32.data(), n * 4), 0);
+    }
+}
+
+// Inputs whose block scales are exact (each 1×16 block holds ±2^-j, the tensor's amax is 1), so
+// that no value lies beyond 6 block scales and stochastic rounding has nothing to clip: then its
+// expectation is the input itself.
+TEST_F(GpuQuant, StochasticRoundingIsUnbiased) {
+  const std::int64_t rows = 64, cols = 1024;
+  const int draws = 64;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<std::uint16_t> x(std::size_t(rows * cols));
+  std::vector<double> xd(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double mag = std::ldexp(1.0, -int((i / 16) % 4));
+    const double v = i % 16 == 3 ? (u(rng) < 0 ? -mag : mag) : u(rng) * mag;
+    x[i] = numfmt::float_to_bf16(static_cast<float>(v));
+    xd[i] = numfmt::bf16_to_float(x[i]);
+  }
+  Dev<__nv_bfloat16> dx(x.size());
+  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  GpuQuantized g(cuda::QuantFormat::Nvfp4, rows, cols);
+  Dev<float> y(x.size());
+  auto run = [&](bool sr, std::uint64_t seed) {
+    cuda::quantize_bf16(dx.p, g.ref(), rows, cols, cuda::QuantFormat::Nvfp4, {false, sr, seed}, g.workspace.p,
+                        nullptr);
+    cuda::dequantize_to_f32(g.ref(), y.p, rows, cols, cuda::QuantFormat::Nvfp4, nullptr);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    return y.host(x.size());
+  };
+  const auto rn = run(false, 0);
+  std::vector<double> mean(x.size(), 0.0);
+  std::vector<float> first;
+  for (int d = 0; d < draws; ++d) {
+    const auto s = run(true, 1000 + d);
+    if (d == 0) first = s;
+    for (std::size_t i = 0; i < s.size(); ++i) mean[i] += s[i] / draws;
+  }
+  double rn_abs = 0, rn2 = 0, mean2 = 0, signed_sum = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    rn_abs += std::fabs(rn[i] - xd[i]);
+    rn2 += (rn[i] - xd[i]) * (rn[i] - xd[i]);
+    mean2 += (mean[i] - xd[i]) * (mean[i] - xd[i]);
+    signed_sum += (mean[i] - xd[i]) * (xd[i] < 0 ? -1 : 1);
+  }
+  const double rms_ratio = std::sqrt(mean2 / rn2), bias = std::fabs(signed_sum) / rn_abs;
+  std::printf(
+      "SR over %d draws: rms(mean - x) / rms(RN - x) = %.4f (1/sqrt(draws) scale), "
+      "|sum(mean - x)·sign(x)| / sum|RN - x| = %.2e\n",
+      draws, rms_ratio, bias);
+  EXPECT_LT(rms_ratio, 0.35);         // ~0.2 expected at 64 draws; a biased rounding stays near 1
+  EXPECT_LT(bias, 0.01);              // ~1e-3 of noise expected; rounding always down would give ~1
+  EXPECT_EQ(run(true, 1000), first);  // the same seed draws the same codes
+  EXPECT_NE(run(true, 1001), first);
+}
+
+TEST_F(GpuQuant, BadShapesAreInputErrors) {
+  GpuQuantized g(cuda::QuantFormat::Mxfp4, 16, 64);
+  EXPECT_THROW(
+      cuda::quantize_bf16(nullptr, g.ref(), 16, 48, cuda::QuantFormat::Mxfp4, {}, g.workspace.p, nullptr),
+      rafter::InputError);
+  EXPECT_THROW(cuda::quantize_bf16(nullptr, g.ref(), 8, 64, cuda::QuantFormat::Nvfp4Tile16, {}, g.workspace.p,
+                                   nullptr),
+               rafter::InputError);
+}
+
+}  // namespace
+
+#else
+TEST(GpuQuant, NeedsTheCudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+#endif

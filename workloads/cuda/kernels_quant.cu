@@ -1,0 +1,497 @@
+// Quantizers and dequantizers (quantize.hpp). One thread owns 8 consecutive values of a row (one
+// 16-byte load); the threads of a scale block combine their maxima with shuffles (2 lanes per
+// NVFP4 1×16 block, 4 per MXFP4 1×32, a whole warp per NVFP4 16×16 tile), and the RHT's last
+// butterfly stage crosses the lane pair the same way, so a block never leaves registers.
+// Formats with a tensor scale take two kernels: the amax pass (a grid-stride reduction whose last
+// CTA turns the maximum into the tensor scale), then the encoding pass, which walks the tensor in
+// the reverse order so that it starts with what the amax pass read last and L2 still holds.
+// Every fp32 operation that decides a code is the CPU encoder's, in its order (IEEE division, no
+// contraction), so round-to-nearest codes and scales match it byte for byte. On the H100 the
+// encoding pass streams below the HBM roof, and taking instructions out per value made it faster
+// (bench/quant_results.md): the work per value, not the memory, is what to cut next.
+#include <cuda_fp8.h>
+#include <curand_kernel.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cuda_util.hpp"
+#include "kernel_common.cuh"
+#include "quantize.hpp"
+
+namespace rafter::workloads::cuda {
+namespace {
+
+using namespace dev;
+using bf16 = __nv_bfloat16;
+
+constexpr int kThreads = 256;
+constexpr int kAmaxVectorsPerThread = 4;  // 16-byte loads in flight per thread in the amax pass
+constexpr int kMaxAmaxBlocks = 4096;
+
+struct AmaxWorkspace {
+  float partial[kMaxAmaxBlocks];
+  unsigned int counter;
+};
+
+constexpr bool is_fp8(QuantFormat f) { return f == QuantFormat::Fp8E4m3 || f == QuantFormat::Fp8E5m2; }
+constexpr int block_cols(QuantFormat f) { return f == QuantFormat::Mxfp4 ? 32 : is_fp8(f) ? 0 : 16; }
+// The largest finite value that the tensor scale maps the tensor's amax onto.
+float scale_range(QuantFormat f) {
+  return f == QuantFormat::Fp8E4m3 ? 448.0f : f == QuantFormat::Fp8E5m2 ? 57344.0f : 448.0f * 6.0f;
+}
+
+// quant_math.cpp's rht_sign as a bit mask (bit i set: sign −1).
+constexpr unsigned kRhtNegative = 0xB4D2u;
+
+// x[16j .. 16j+15] ← H16·diag(sign)·x / 4 for the 16 values held by a lane pair (8 each, the
+// upper half in the odd lane): the CPU's butterfly order, its last stage through a shuffle.
+__device__ __forceinline__ void hadamard16_pair(float (&f)[8], bool upper) {
+  const int base = upper ? 8 : 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    if ((kRhtNegative >> (base + i)) & 1u) f[i] = -f[i];
+#pragma unroll
+  for (int h = 1; h < 8; h <<= 1)
+#pragma unroll
+    for (int i = 0; i < 8; i += 2 * h)
+#pragma unroll
+      for (int j = i; j < i + h; ++j) {
+        const float a = f[j], b = f[j + h];
+        f[j] = a + b;
+        f[j + h] = a - b;
+      }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float other = __shfl_xor_sync(0xffffffffu, f[i], 1);
+    f[i] = upper ? other - f[i] : f[i] + other;
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] *= 0.25f;
+}
+
+__device__ __forceinline__ void load_vector(const bf16* x, std::int64_t v, bool valid, bool streaming,
+                                            float (&f)[8]) {
+  if (valid) {
+    to_float8(streaming ? load8_stream(x + v * 8) : load8(x + v * 8), f);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) f[i] = 0.0f;
+  }
+}
+
+__device__ __forceinline__ float abs_max8(const float (&f)[8]) {
+  float m = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[i]));
+  return m;
+}
+
+// ---- amax pass -------------------------------------------------------------------------------
+
+template <bool Rht>
+__global__ void __launch_bounds__(kThreads)
+    amax_kernel(const bf16* x, std::int64_t n, AmaxWorkspace* ws, float* tensor_scale, float range) {
+  __shared__ float scratch[32];
+  __shared__ bool last_block;
+  const std::int64_t nvec = n / 8, chunk = std::int64_t(kThreads) * kAmaxVectorsPerThread;
+  float m = 0.0f;
+  // The loop bound is uniform over the CTA, so that the RHT's shuffles always find their pair.
+  for (std::int64_t c = blockIdx.x; c * chunk < nvec; c += gridDim.x) {
+    float f[kAmaxVectorsPerThread][8];
+#pragma unroll
+    for (int u = 0; u < kAmaxVectorsPerThread; ++u) {
+      const std::int64_t v = c * chunk + u * kThreads + threadIdx.x;
+      load_vector(x, v, v < nvec, false, f[u]);  // cached: the encoding pass reads it again from L2
+    }
+#pragma unroll
+    for (int u = 0; u < kAmaxVectorsPerThread; ++u) {
+      if (Rht) hadamard16_pair(f[u], threadIdx.x & 1);
+      m = fmaxf(m, abs_max8(f[u]));
+    }
+  }
+  if (blockIdx.x == 0)  // values past the last whole vector (FP8 with rows·cols not a multiple of 8)
+    for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
+      m = fmaxf(m, fabsf(__bfloat162float(x[e])));
+  m = block_reduce<true>(m, scratch);
+  if (threadIdx.x == 0) {
+    ws->partial[blockIdx.x] = m;
+    __threadfence();
+    last_block = atomicAdd(&ws->counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  float a = 0.0f;
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kThreads) a = fmaxf(a, __ldcg(&ws->partial[b]));
+  a = block_reduce<true>(a, scratch);
+  if (threadIdx.x == 0) {
+    *tensor_scale = a > 0.0f ? a / range : 1.0f;
+    ws->counter = 0;  // ready for the next call
+  }
+}
+
+// ---- encoding --------------------------------------------------------------------------------
+
+// a >= 0 to its E2M1 code, ties to even, saturating at 6: below 1 the grid steps by 0.5 (2a rounded
+// to an integer), from 1 on it is a float with one mantissa bit (round the bits to bit 22; the
+// exponent and that bit are the code). The CPU encoder's seven threshold comparisons in about half
+// the instructions (the two agreed on every float in [0, 1e4] when this was written).
+__device__ __forceinline__ int e2m1_code_rne(float a) {
+  if (a < 1.0f) return __float2int_rn(a * 2.0f);
+  std::uint32_t u = __float_as_uint(a);
+  u += 0x1fffffu + ((u >> 22) & 1u);
+  return min(int(u >> 22) - 252, 7);
+}
+__device__ __forceinline__ int e2m1_code_down(float a) {
+  return (a >= 0.5f) + (a >= 1.0f) + (a >= 1.5f) + (a >= 2.0f) + (a >= 3.0f) + (a >= 4.0f) + (a >= 6.0f);
+}
+__device__ __forceinline__ float e2m1_magnitude(int k) {  // k in 0..7: 0, .5, 1, 1.5, 2, 3, 4, 6
+  return k < 4 ? 0.5f * float(k) : k < 6 ? float(k - 2) : k == 6 ? 4.0f : 6.0f;
+}
+__device__ __forceinline__ float e4m3_value(std::uint8_t bits) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E4M3)));
+}
+
+// The block's scale from its amax: NVFP4 writes its E4M3 bits, MXFP4 its E8M0 exponent.
+template <QuantFormat F>
+__device__ __forceinline__ float block_scale(float bamax, float ts, std::uint8_t& bits) {
+  if constexpr (F == QuantFormat::Mxfp4) {
+    const int biased = int(__float_as_uint(bamax) >> 23);  // bamax >= 0: the exponent field
+    if (biased >= 3) {  // normal, and so is 2^(e-2): the exponent field is the answer
+      bits = static_cast<std::uint8_t>(biased - 2);
+      return __uint_as_float(std::uint32_t(biased - 2) << 23);
+    }
+    const int e = bamax > 0.0f ? ilogbf(bamax) : 0;  // floor(log2 amax), as frexp's exponent − 1
+    bits = static_cast<std::uint8_t>(e - 2 + 127);
+    return ldexpf(1.0f, e - 2);
+  } else {
+    bits = __nv_cvt_float_to_fp8(bamax / 6.0f / ts, __NV_SATFINITE, __NV_E4M3);
+    return e4m3_value(bits) * ts;
+  }
+}
+
+// Eight uniforms for the vector at index v: one Philox4x32-10 draw keyed by the seed, counted by v,
+// split into 16-bit halves at the centres (k + 1/2)/2^16, so that P(u < p) is p rounded to the
+// nearest 2^-16: the rounding is unbiased to within 2^-17 of a grid step, at a quarter of the
+// generator's cost per value.
+__device__ __forceinline__ void uniforms8(std::uint64_t v, std::uint64_t seed, float (&u)[8]) {
+  const uint4 r =
+      curand_Philox4x32_10(make_uint4(static_cast<unsigned>(v), static_cast<unsigned>(v >> 32), 0u, 0u),
+                           make_uint2(static_cast<unsigned>(seed), static_cast<unsigned>(seed >> 32)));
+  const unsigned w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    u[2 * i] = (float(w[i] & 0xffffu) + 0.5f) * (1.0f / 65536.0f);
+    u[2 * i + 1] = (float(w[i] >> 16) + 0.5f) * (1.0f / 65536.0f);
+  }
+}
+
+// a / s rounded as IEEE division rounds it, from r = RN(1/s) computed once per block: q0 = a·r is
+// within an ulp of a/s, and one FMA residual plus one FMA correction round it exactly (Markstein's
+// theorem; s normal, a/s not subnormal where it matters: codes start at 0.25). Three instructions
+// instead of the division's sequence with its slow-path branch, eight times per thread.
+__device__ __forceinline__ float divide_rn(float a, float s, float r) {
+  const float q0 = __fmul_rn(a, r);
+  return __fmaf_rn(__fmaf_rn(-q0, s, a), r, q0);
+}
+
+// Eight E2M1 codes (sign | magnitude code), packed low nibble first.
+template <bool Sr>
+__device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, std::uint64_t v,
+                                                      std::uint64_t seed) {
+  float u[8];
+  if (Sr) uniforms8(v, seed, u);
+  const bool normal_scale = scale >= 1.17549435e-38f;  // FLT_MIN: its reciprocal is finite
+  const float r = normal_scale ? __frcp_rn(scale) : 0.0f;
+  std::uint32_t packed = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    int k = 0;
+    if (scale > 0.0f) {
+      const float a = normal_scale ? divide_rn(fabsf(f[i]), scale, r) : fabsf(f[i]) / scale;
+      if (Sr) {
+        k = e2m1_code_down(a);
+        const float lo = e2m1_magnitude(k), hi = e2m1_magnitude(k < 7 ? k + 1 : 7);
+        // Up with probability (a − lo)/(hi − lo) (a step of 0.5, 1 or 2: the product is exact).
+        if (hi > lo && u[i] < (a - lo) * (k < 4 ? 2.0f : k < 6 ? 1.0f : 0.5f)) ++k;
+      } else {
+        k = e2m1_code_rne(a);
+      }
+    }
+    const int code = k | ((f[i] < 0.0f && k != 0) ? 8 : 0);
+    packed |= std::uint32_t(code) << (4 * i);
+  }
+  return packed;
+}
+
+// FP8 bytes of f / ts (saturating); a value that rounds to zero keeps code 0, as the CPU encoder.
+template <QuantFormat F>
+__device__ __forceinline__ std::uint8_t fp8_byte(float y) {
+  const std::uint8_t b =
+      __nv_cvt_float_to_fp8(y, __NV_SATFINITE, F == QuantFormat::Fp8E4m3 ? __NV_E4M3 : __NV_E5M2);
+  return (b & 0x7f) ? b : 0;
+}
+
+// Row-wise formats (1×16, 1×32, per tensor): blocks never cross a row, so the tensor is a flat array.
+template <QuantFormat F, bool Rht, bool Sr>
+__global__ void __launch_bounds__(kThreads)
+    quantize_flat_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
+  const std::int64_t nvec = n / 8;
+  const std::int64_t block = gridDim.x - 1 - blockIdx.x;
+  const std::int64_t v = block * kThreads + threadIdx.x;
+  const bool valid = v < nvec;
+  float f[8];
+  load_vector(x, v, valid, true, f);
+  if (Rht) hadamard16_pair(f, threadIdx.x & 1);
+  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
+  if constexpr (is_fp8(F)) {
+    std::uint32_t w[2] = {0, 0};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i / 4] |= std::uint32_t(fp8_byte<F>(f[i] / ts)) << (8 * (i % 4));
+    if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
+    if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
+      for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
+        q.codes[e] = fp8_byte<F>(__bfloat162float(x[e]) / ts);
+  } else {
+    constexpr int kLanes = block_cols(F) / 8;
+    float bamax = abs_max8(f);
+#pragma unroll
+    for (int o = 1; o < kLanes; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, o));
+    std::uint8_t bits = 0;
+    const float scale = block_scale<F>(bamax, ts, bits);
+    const std::uint32_t packed = encode_fp4x8<Sr>(f, scale, std::uint64_t(v), seed);
+    if (valid) {
+      reinterpret_cast<std::uint32_t*>(q.codes)[v] = packed;
+      if (v % kLanes == 0) q.scales[v / kLanes] = bits;
+    }
+  }
+}
+
+// NVFP4 16×16 tiles: a warp per tile (lane → row lane/2, half lane%2), eight tiles along a row per CTA.
+template <bool Rht, bool Sr>
+__global__ void __launch_bounds__(kThreads)
+    quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
+  const std::int64_t tiles_per_row = cols / 16;
+  const std::int64_t tc = std::int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  if (tc >= tiles_per_row) return;  // whole warps only
+  const int lane = threadIdx.x & 31;
+  const std::int64_t tr = gridDim.y - 1 - blockIdx.y;
+  const std::int64_t e = (tr * 16 + lane / 2) * cols + tc * 16 + (lane & 1) * 8;
+  float f[8];
+  load_vector(x, e / 8, true, true, f);
+  if (Rht) hadamard16_pair(f, lane & 1);
+  const float ts = __ldg(q.tensor_scale);
+  std::uint8_t bits = 0;
+  const float scale = block_scale<QuantFormat::Nvfp4>(warp_max(abs_max8(f)), ts, bits);
+  reinterpret_cast<std::uint32_t*>(q.codes)[e / 8] = encode_fp4x8<Sr>(f, scale, std::uint64_t(e / 8), seed);
+  if (lane == 0) q.scales[tr * tiles_per_row + tc] = bits;
+}
+
+// ---- decoding --------------------------------------------------------------------------------
+
+__device__ __forceinline__ float e2m1_value(std::uint32_t k) {  // sign bit 8, as the CPU decoder's bits
+  const std::uint32_t ex = (k >> 1) & 3, m = k & 1;
+  const std::uint32_t mag = ex ? (((ex + 126) << 23) | (m << 22)) : (m ? 0x3f000000u : 0u);
+  return __uint_as_float(mag | ((k & 8) << 28));
+}
+
+__device__ __forceinline__ void store_values(bf16* out, std::int64_t v, const float (&f)[8]) {
+  store8(out + v * 8, from_float8(f));
+}
+__device__ __forceinline__ void store_values(float* out, std::int64_t v, const float (&f)[8]) {
+  auto* o = reinterpret_cast<float4*>(out + v * 8);
+  o[0] = make_float4(f[0], f[1], f[2], f[3]);
+  o[1] = make_float4(f[4], f[5], f[6], f[7]);
+}
+__device__ __forceinline__ void store_value(bf16* out, std::int64_t e, float f) {
+  out[e] = __float2bfloat16_rn(f);
+}
+__device__ __forceinline__ void store_value(float* out, std::int64_t e, float f) { out[e] = f; }
+
+template <QuantFormat F>
+__device__ __forceinline__ float fp8_value(std::uint8_t b) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(b, F == QuantFormat::Fp8E4m3 ? __NV_E4M3 : __NV_E5M2)));
+}
+
+template <QuantFormat F>
+__device__ __forceinline__ float decode_scale(const QuantTensorRef& q, std::int64_t v, std::int64_t cols,
+                                              float ts) {
+  if constexpr (is_fp8(F)) {
+    return ts;
+  } else {
+    std::int64_t s = 0;
+    if constexpr (F == QuantFormat::Nvfp4Tile16) {
+      const std::int64_t row = v * 8 / cols, col = v * 8 - row * cols;
+      s = (row / 16) * (cols / 16) + col / 16;
+    } else {
+      s = v * 8 / block_cols(F);
+    }
+    const std::uint8_t sb = __ldg(q.scales + s);
+    return F == QuantFormat::Mxfp4 ? ldexpf(1.0f, int(sb) - 127) : e4m3_value(sb) * ts;
+  }
+}
+
+// Each thread decodes four vectors of 8 values, all their loads issued first: a vector's codes are
+// only 4 (FP4) or 8 (FP8) bytes, too few in flight per thread to stream HBM one at a time.
+constexpr int kDecodeVectorsPerThread = 4;
+
+template <QuantFormat F, class Out>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_kernel(QuantTensorRef q, Out* out, std::int64_t n, std::int64_t cols) {
+  const std::int64_t nvec = n / 8;
+  const std::int64_t base = std::int64_t(blockIdx.x) * kThreads * kDecodeVectorsPerThread + threadIdx.x;
+  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
+  uint2 raw[kDecodeVectorsPerThread];
+  float scale[kDecodeVectorsPerThread];
+#pragma unroll
+  for (int u = 0; u < kDecodeVectorsPerThread; ++u) {
+    const std::int64_t v = base + u * kThreads;
+    if (v >= nvec) continue;
+    if constexpr (is_fp8(F))
+      raw[u] = __ldcs(reinterpret_cast<const uint2*>(q.codes) + v);
+    else
+      raw[u].x = __ldcs(reinterpret_cast<const std::uint32_t*>(q.codes) + v);
+    scale[u] = decode_scale<F>(q, v, cols, ts);
+  }
+#pragma unroll
+  for (int u = 0; u < kDecodeVectorsPerThread; ++u) {
+    const std::int64_t v = base + u * kThreads;
+    if (v >= nvec) continue;
+    float f[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if constexpr (is_fp8(F))
+        f[i] = fp8_value<F>(std::uint8_t(((i < 4 ? raw[u].x : raw[u].y) >> (8 * (i % 4))) & 255)) * scale[u];
+      else
+        f[i] = e2m1_value((raw[u].x >> (4 * i)) & 15) * scale[u];
+    }
+    store_values(out, v, f);
+  }
+  if constexpr (is_fp8(F))
+    if (blockIdx.x == gridDim.x - 1)
+      for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
+        store_value(out, e, fp8_value<F>(q.codes[e]) * ts);
+}
+
+// ---- launchers -------------------------------------------------------------------------------
+
+unsigned vector_blocks(std::int64_t n) {
+  return unsigned(std::max<std::int64_t>(1, (n / 8 + kThreads - 1) / kThreads));
+}
+
+void check_shape(QuantFormat f, std::int64_t rows, std::int64_t cols, bool rht) {
+  const int bc = block_cols(f);
+  if (rows <= 0 || cols <= 0) throw InputError("quantize: rows and cols must be positive");
+  if ((bc && cols % bc) || (rht && cols % 16))
+    throw InputError("quantize: cols=" + std::to_string(cols) + " is not a multiple of the block");
+  if (f == QuantFormat::Nvfp4Tile16 && (rows % 16 || rows / 16 > 65535))
+    throw InputError("quantize: 16x16 tiles need rows a multiple of 16 (and at most 1048560)");
+}
+
+void launch_amax(const bf16* x, std::int64_t n, bool rht, void* workspace, float* tensor_scale, float range,
+                 cudaStream_t stream) {
+  int device = 0, sms = 0;
+  RAFTER_CUDA_CHECK(cudaGetDevice(&device));
+  RAFTER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t chunks =
+      (n / 8 + kThreads * kAmaxVectorsPerThread - 1) / (kThreads * kAmaxVectorsPerThread);
+  // 8 CTAs of 256 threads fill an SM; more CTAs would only lengthen the partials' reduction.
+  const unsigned grid = unsigned(std::clamp<std::int64_t>(chunks, 1, std::min(kMaxAmaxBlocks, 8 * sms)));
+  auto* ws = static_cast<AmaxWorkspace*>(workspace);
+  if (rht)
+    amax_kernel<true><<<grid, kThreads, 0, stream>>>(x, n, ws, tensor_scale, range);
+  else
+    amax_kernel<false><<<grid, kThreads, 0, stream>>>(x, n, ws, tensor_scale, range);
+  RAFTER_CUDA_LAUNCH_CHECK("amax_kernel");
+}
+
+template <QuantFormat F, bool Rht, bool Sr>
+void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols, std::uint64_t seed,
+                   cudaStream_t stream) {
+  if constexpr (F == QuantFormat::Nvfp4Tile16) {
+    const dim3 grid(unsigned((cols / 16 + kThreads / 32 - 1) / (kThreads / 32)), unsigned(rows / 16));
+    quantize_tiles_kernel<Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, cols, seed);
+  } else {
+    quantize_flat_kernel<F, Rht, Sr>
+        <<<vector_blocks(rows * cols), kThreads, 0, stream>>>(x, q, rows * cols, seed);
+  }
+  RAFTER_CUDA_LAUNCH_CHECK("quantize kernel");
+}
+
+template <QuantFormat F>
+void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols,
+                   const QuantLaunchOptions& o, cudaStream_t stream) {
+  if (o.rht && o.stochastic) return launch_encode<F, true, true>(x, q, rows, cols, o.seed, stream);
+  if (o.rht) return launch_encode<F, true, false>(x, q, rows, cols, o.seed, stream);
+  if (o.stochastic) return launch_encode<F, false, true>(x, q, rows, cols, o.seed, stream);
+  launch_encode<F, false, false>(x, q, rows, cols, o.seed, stream);
+}
+
+template <class Out>
+void launch_decode(QuantTensorRef q, Out* out, std::int64_t rows, std::int64_t cols, QuantFormat f,
+                   cudaStream_t stream) {
+  check_shape(f, rows, cols, false);
+  const std::int64_t n = rows * cols;
+  const std::int64_t per_block = std::int64_t(kThreads) * kDecodeVectorsPerThread;
+  const unsigned grid = unsigned(std::max<std::int64_t>(1, (n / 8 + per_block - 1) / per_block));
+  switch (f) {
+    case QuantFormat::Nvfp4:
+      dequantize_kernel<QuantFormat::Nvfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
+    case QuantFormat::Nvfp4Tile16:
+      dequantize_kernel<QuantFormat::Nvfp4Tile16><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
+    case QuantFormat::Mxfp4:
+      dequantize_kernel<QuantFormat::Mxfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
+    case QuantFormat::Fp8E4m3:
+      dequantize_kernel<QuantFormat::Fp8E4m3><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
+    case QuantFormat::Fp8E5m2:
+      dequantize_kernel<QuantFormat::Fp8E5m2><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      break;
+  }
+  RAFTER_CUDA_LAUNCH_CHECK("dequantize_kernel");
+}
+
+}  // namespace
+
+std::size_t quant_code_bytes(QuantFormat f, std::int64_t rows, std::int64_t cols) {
+  return std::size_t(rows * cols) / (is_fp8(f) ? 1 : 2);
+}
+std::size_t quant_scale_bytes(QuantFormat f, std::int64_t rows, std::int64_t cols) {
+  if (is_fp8(f)) return 0;
+  return std::size_t(rows * cols) / (f == QuantFormat::Nvfp4Tile16 ? 256 : block_cols(f));
+}
+std::size_t quant_workspace_bytes() { return sizeof(AmaxWorkspace); }
+
+void quantize_bf16(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols, QuantFormat f,
+                   const QuantLaunchOptions& o, void* workspace, cudaStream_t stream) {
+  check_shape(f, rows, cols, o.rht);
+  if (f != QuantFormat::Mxfp4)
+    launch_amax(x, rows * cols, o.rht, workspace, q.tensor_scale, scale_range(f), stream);
+  switch (f) {
+    case QuantFormat::Nvfp4:
+      return launch_encode<QuantFormat::Nvfp4>(x, q, rows, cols, o, stream);
+    case QuantFormat::Nvfp4Tile16:
+      return launch_encode<QuantFormat::Nvfp4Tile16>(x, q, rows, cols, o, stream);
+    case QuantFormat::Mxfp4:
+      return launch_encode<QuantFormat::Mxfp4>(x, q, rows, cols, o, stream);
+    // FP8 rounds to nearest even, stochastic rounding asked or not, as the CPU encoder does.
+    case QuantFormat::Fp8E4m3:
+      return launch_encode<QuantFormat::Fp8E4m3>(x, q, rows, cols, {o.rht, false, 0}, stream);
+    case QuantFormat::Fp8E5m2:
+      return launch_encode<QuantFormat::Fp8E5m2>(x, q, rows, cols, {o.rht, false, 0}, stream);
+  }
+}
+
+void dequantize_to_bf16(QuantTensorRef q, bf16* out, std::int64_t rows, std::int64_t cols, QuantFormat f,
+                        cudaStream_t stream) {
+  launch_decode(q, out, rows, cols, f, stream);
+}
+void dequantize_to_f32(QuantTensorRef q, float* out, std::int64_t rows, std::int64_t cols, QuantFormat f,
+                       cudaStream_t stream) {
+  launch_decode(q, out, rows, cols, f, stream);
+}
+
+}  // namespace rafter::workloads::cuda
