@@ -2,14 +2,16 @@
 """rafter's fused attention beside PyTorch's scaled_dot_product_attention on the same GPU (issue 14).
 
   python3 bench/attention_vs_pytorch.py --rafter BIN --machine machine-cuda.json --out attention.json
+  python3 bench/attention_vs_pytorch.py --rafter BIN --machine machine-cuda.json --out attention.json --table-only
 
 Rows: Llama-2 7B (32 heads, d 128) and Llama-2 70B (64 query heads, 8 KV heads, d 128) prefill,
 forward and backward, causal and not, batch 1, sequence SEQS (default 512 ... 8192); decode against
 a KV cache of KV_LENS tokens at batch DECODE_BATCHES. Each row: rafter (`rafter profile --op ...`,
 checked against its FP64 reference before it is timed) beside torch SDPA with its cuDNN backend
-forced (sdpa_kernel(SDPBackend.CUDNN_ATTENTION)) and with its default choice (flash). PyTorch is
-timed by rafter's method (gpu_operators_vs_pytorch.torch_timer: cold L2, a CUDA graph of read-flush +
-launch, events around each launch, the median). TFLOP/s use rafter's FLOP count for every column
+forced (sdpa_kernel(SDPBackend.CUDNN_ATTENTION)) and with its default choice (flash). PyTorch's forward
+and decode are timed by rafter's method (gpu_operators_vs_pytorch.torch_timer: cold L2, a CUDA graph
+of read-flush + launch, events around each launch, the median); its backward (autograd, which cannot
+be captured on a side stream) by eager_time below. TFLOP/s use rafter's FLOP count for every column
 (causal: only the unmasked pairs). Decode rows give the % of rafter's HBM read ceiling (rafter probe
 cuda.bandwidth, operation read) reached by each column, counting the compulsory bytes (Q, K, V read,
 O written).
@@ -67,11 +69,17 @@ def decode_bytes(sh):
 
 
 def eager_time(torch, fn, reps=30):
-    """Median seconds of fn between events, each launch after an L2 read-flush, without a graph."""
+    """Median seconds of fn between events, each launch after an L2 read-flush, without a CUDA graph
+    (autograd's backward runs on the forward's stream, outside any capture stream). A GPU spin of
+    about 0.5 ms before the first event lets the CPU queue all of fn's launches first, so that the
+    events time the GPU's work and not the host's launch overhead."""
     flush_buf = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device="cuda").fill_(1.0)
+    fn()
+    torch.cuda.synchronize()
     out = []
     for _ in range(reps):
         torch.sum(flush_buf)
+        torch.cuda._sleep(1_000_000)
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
@@ -81,7 +89,7 @@ def eager_time(torch, fn, reps=30):
     return sorted(out)[len(out) // 2]
 
 
-def torch_rows(rs, results):
+def torch_rows(rs, results, out_path):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -113,12 +121,16 @@ def torch_rows(rs, results):
                     else:
                         fn = sdpa
                     kernels = g.torch_kernel_names(torch, fn)
-                    try:
-                        t = time_op(fn)["median"]
-                    except RuntimeError:  # a pass that cannot be captured in a CUDA graph
-                        torch.cuda.synchronize()
+                    if row["kind"] == "bwd":
                         t = eager_time(torch, fn)
-                        entry[name + "_method"] = "events around eager launches (graph capture failed)"
+                        entry[name + "_method"] = "eager_time: events around queued eager launches, cold L2"
+                    else:
+                        try:
+                            t = time_op(fn)["median"]
+                        except RuntimeError:  # a kernel that refuses graph capture
+                            torch.cuda.synchronize()
+                            t = eager_time(torch, fn)
+                            entry[name + "_method"] = "eager_time (graph capture failed)"
                 finally:
                     if kinds:
                         ctx.__exit__(None, None, None)
@@ -131,6 +143,7 @@ def torch_rows(rs, results):
               + ", ".join(f"{n} {entry.get(n + '_seconds', float('nan')) * 1e6:.1f} us" for n in backends), flush=True)
         del q, k, v
         torch.cuda.empty_cache()
+        json.dump(results, open(out_path, "w"), indent=1)  # after every row: a timeout keeps the rest
 
 
 def read_ceiling(path):
@@ -202,14 +215,16 @@ def main():
     ap.add_argument("--rafter", required=True)
     ap.add_argument("--machine")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--table-only", action="store_true", help="only print the table of an earlier --out")
     a = ap.parse_args()
     rs = rows()
+    if a.table_only:
+        return table(rs, g.load_json(a.out), read_ceiling(a.machine))
     results = {}
     for row in rs:
         g.rafter_row(a.rafter, {**row, "name": f"{row['kind']} {row['model']}"}, [], results)
         json.dump(results, open(a.out, "w"), indent=1)
-    torch_rows(rs, results)
-    json.dump(results, open(a.out, "w"), indent=1)
+    torch_rows(rs, results, a.out)
     table(rs, results, read_ceiling(a.machine))
 
 

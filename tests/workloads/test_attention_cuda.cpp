@@ -7,6 +7,7 @@
 // under compute-sanitizer.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "rafter/workloads/backend.hpp"
@@ -45,6 +46,7 @@ void expect_checked(const rafter::OperatorRecord& r, const std::string& what) {
   EXPECT_TRUE(r.check.passed) << what << ": error " << r.check.error << " tolerance " << r.check.tolerance;
   std::printf("check %-40s %-14s error %.3e tolerance %.1e %s\n", what.c_str(), r.backend.c_str(), r.check.error,
               r.check.tolerance, r.check.passed ? "pass" : "FAIL");
+  std::fflush(stdout);  // a later case that hangs must not take these lines with it
 }
 std::string describe(const OpInstance& i) {
   std::string s = i.op;

@@ -56,7 +56,9 @@ __global__ void __launch_bounds__(kThreads) decode_partials(const bf16* __restri
   const std::size_t base = (std::size_t(b) * kv_len * kv_heads + hk) * D + lane * 8;
   const bf16* kb = k + base;
   const bf16* vb = v + base;
-  for (int t = t0 + gi; t < t1; t += NG * kUnroll) {
+  // The trip count is the same for every lane: the groups of a warp meet in the shuffles below.
+  for (int first = t0; first < t1; first += NG * kUnroll) {
+    const int t = first + gi;
     dev::Bf16x8 kk[kUnroll], vv[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
