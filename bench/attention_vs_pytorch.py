@@ -5,7 +5,7 @@
   python3 bench/attention_vs_pytorch.py --rafter BIN --machine machine-cuda.json --out attention.json --table-only
 
 Rows: Llama-2 7B (32 heads, d 128) and Llama-2 70B (64 query heads, 8 KV heads, d 128) prefill,
-forward and backward, causal and not, batch 1, sequence SEQS (default 512 ... 8192); decode against
+forward and backward, causal and not, batch 1, sequence SEQS (default 512 ... 16384); decode against
 a KV cache of KV_LENS tokens at batch DECODE_BATCHES. Each row: rafter (`rafter profile --op ...`,
 checked against its FP64 reference before it is timed) beside torch SDPA with its cuDNN backend
 forced (sdpa_kernel(SDPBackend.CUDNN_ATTENTION)) and with its default choice (flash). PyTorch's forward
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_operators_vs_pytorch as g  # noqa: E402
 
 MODELS = {"7b": (32, 32, 128), "70b": (64, 8, 128)}  # heads, kv_heads, head_dim
-SEQS = [int(s) for s in os.environ.get("SEQS", "512 1024 2048 4096 8192").split()]
+SEQS = [int(s) for s in os.environ.get("SEQS", "512 2048 8192 16384").split()]
 KV_LENS = [int(s) for s in os.environ.get("KV_LENS", "512 4096 16384").split()]
 DECODE_BATCHES = [int(s) for s in os.environ.get("DECODE_BATCHES", "1 16 64").split()]
 
@@ -94,6 +94,8 @@ def torch_rows(rs, results, out_path):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
     time_op = g.torch_timer()
+    results.update({"_torch": torch.__version__, "_gpu": torch.cuda.get_device_name(0),
+                    "_torch_cudnn": torch.backends.cudnn.version()})
     backends = {"cudnn": [SDPBackend.CUDNN_ATTENTION], "default": None}
     for row in rs:
         sh = row["shape"]
@@ -158,8 +160,8 @@ def read_ceiling(path):
 
 def table(rs, results, read_bw):
     fails = []
-    print(f"\nHBM read ceiling (rafter probe cuda.bandwidth, read): "
-          f"{(read_bw or float('nan')) / 1e12:.3f} TB/s")
+    print(f"\nGPU {results.get('_gpu')}, torch {results.get('_torch')} (its cuDNN {results.get('_torch_cudnn')}); "
+          f"HBM read ceiling (rafter probe cuda.bandwidth, read): {(read_bw or float('nan')) / 1e12:.3f} TB/s")
     hdr = (f"{'pass':<5}{'model':<5}{'seq':>6}{'causal':>7}{'rafter us':>11}{'TFLOP/s':>8}{'torch cuDNN us':>15}"
            f"{'TFLOP/s':>8}{'torch default us':>17}{'TFLOP/s':>8}{'vs cuDNN':>9}{'vs default':>11}  check")
     for kind in ("fwd", "bwd"):
@@ -199,7 +201,8 @@ def table(rs, results, read_bw):
                 fails.append(f"decode {row['model']} b{sh['batch']} kv4096: {pct(tr):.1f}% of the read roof < 85%")
             if not (best_torch >= tr):
                 fails.append(f"decode {row['model']} b{sh['batch']} kv4096: slower than torch ({best_torch * 1e6:.1f} us)")
-    errs = {k: {n: v for n, v in e.items() if n.endswith("_error")} for k, e in results.items() if not k.startswith("_")}
+    errs = {k: {n: v for n, v in e.items() if n.endswith("_error")} for k, e in results.items()
+            if not k.startswith("_")}
     errs = {k: v for k, v in errs.items() if v}
     if errs:
         print("\ntorch backends that refused a row:")

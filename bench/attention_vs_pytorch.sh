@@ -44,7 +44,7 @@ if has bench; then
     --machine "$out/machine-cuda.json" --out "$out/attention.json" >"$out/bench.log" 2>&1
   rc=$?
   echo "bench: exit $rc"
-  if [ $rc -eq 0 ]; then sed -n '/HBM read ceiling/,$p' "$out/bench.log"; else  # the rows it finished
+  if [ $rc -eq 0 ]; then sed -n '/^GPU /,$p' "$out/bench.log"; else  # the rows it finished
     tail -3 "$out/bench.log"
     python3 bench/attention_vs_pytorch.py --rafter "$rafter" --machine "$out/machine-cuda.json" \
       --out "$out/attention.json" --table-only
