@@ -9,10 +9,12 @@
 #include <cudnn_frontend.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 
 #include "device_problem.hpp"
 

@@ -4,8 +4,6 @@
 // Decode runs here rather than on cuDNN's SDPA, whose flash kernels tile blocks of query rows
 // (a decode step has one per head); bench/attention_vs_pytorch.sh times PyTorch's cuDNN SDPA on
 // the same decode shapes beside this kernel.
-#include <fmt/format.h>
-
 #include "device_problem.hpp"
 #include "kernels.hpp"
 
