@@ -1,7 +1,10 @@
 # Decides whether the CUDA parts are built (RAFTER_CUDA=AUTO|ON|OFF) and finds the CUDA libraries.
-# Sets RAFTER_HAVE_CUDA. The NVML header comes from the project-local venv (PyPI nvidia-nvml-dev);
-# libnvidia-ml itself is opened at run time, so the build needs only the header.
+# Sets RAFTER_HAVE_CUDA and RAFTER_HAVE_CUDNN. The NVML header and the cuDNN frontend (header-only
+# C++ graph API) come from the project-local venv (PyPI nvidia-nvml-dev, nvidia-cudnn-frontend);
+# libnvidia-ml itself is opened at run time, so the build needs only the header. cuDNN attention is
+# optional: without libcudnn, its header or the frontend, that backend drops out and all else builds.
 set(RAFTER_HAVE_CUDA OFF)
+set(RAFTER_HAVE_CUDNN OFF)
 string(TOUPPER "${RAFTER_CUDA}" _rafter_cuda)
 if(NOT _rafter_cuda STREQUAL "OFF")
   include(CheckLanguage)
@@ -41,5 +44,14 @@ if(RAFTER_HAVE_CUDA)
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS /usr/include /usr/local/cuda/include)
   find_library(CUDNN_LIBRARY cudnn HINTS /usr/lib/x86_64-linux-gnu /usr/local/cuda/lib64)
   find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS /usr/include /usr/local/cuda/include)
+  file(GLOB _cudnn_fe_hints "${RAFTER_VENV}/lib/python3*/site-packages/include")
+  find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h HINTS ${_cudnn_fe_hints} NO_DEFAULT_PATH)
+  if(CUDNN_LIBRARY AND CUDNN_INCLUDE_DIR AND CUDNN_FRONTEND_INCLUDE_DIR)
+    set(RAFTER_HAVE_CUDNN ON)
+    message(STATUS "cuDNN: ${CUDNN_LIBRARY}, frontend ${CUDNN_FRONTEND_INCLUDE_DIR}")
+  else()
+    message(STATUS "cuDNN attention off: needs libcudnn (${CUDNN_LIBRARY}), cudnn.h (${CUDNN_INCLUDE_DIR}) and "
+                   "the cuDNN frontend (${CUDNN_FRONTEND_INCLUDE_DIR}; run the setup command)")
+  endif()
 endif()
 message(STATUS "rafter: CUDA parts ${RAFTER_HAVE_CUDA}")

@@ -26,12 +26,15 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# GPU headers Debian lacks (NVML for clocks), into a project-local venv that CMake finds by a hint.
+# GPU headers Debian lacks (NVML for clocks; the cuDNN frontend's header-only C++ API for cuDNN
+# attention, without its Python dependencies, which the C++ build does not use), into a project-local venv that CMake finds by a hint.
 nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if [ "$cuda" != OFF ] && [ -x "$nvcc_bin" ] && [ ! -f .venv/.rafter-ok ]; then
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check "nvidia-nvml-dev==13.0.87" \
     || echo "setup: NVML headers unavailable; clocks will come from CUDA attributes"
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps "nvidia-cudnn-frontend==1.32.0" \
+    || echo "setup: cuDNN frontend unavailable; cuDNN attention will not be built"
   touch .venv/.rafter-ok
 fi
 

@@ -52,8 +52,7 @@ TEST(BackendsCuda, MemoryBoundOperatorsRunOnOurKernelsInBf16) {
   EXPECT_EQ(backend_for(instance("attention_pv", "bf16", attn)), "cuda.cublaslt");
   attn["causal"] = 1;
   EXPECT_EQ(backend_for(instance("attention_softmax", "bf16", attn)), "cuda.native");
-  EXPECT_EQ(backend_for(instance("attention_prefill", "bf16", attn)), "cuda.unfused");
-  EXPECT_EQ(backend_for(instance("attention_backward", "bf16", attn, "bwd")), "none");  // fused: later issue
+  // Fused attention and decode: tests/workloads/test_attention_cuda.cpp.
 }
 
 TEST(BackendsCuda, NoGpuBackendMeansNoBackendNeverCpu) {

@@ -60,6 +60,9 @@ std::vector<Case> cases() {
       {"attention_prefill", "fwd", "bf16", prefill},
       {"attention_decode", "fwd", "bf16", dec},
   };
+#if RAFTER_HAVE_CUDNN
+  c.push_back({"attention_backward", "bwd", "bf16", prefill});  // cuDNN's; no other backend runs it
+#endif
   for (const char* p : {"bf16", "fp16", "tf32", "fp32", "fp64", "int8", "fp8_e4m3", "fp8_e4m3_e5m2", "fp8_e5m2_e4m3"})
     for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
       c.push_back({"gemm", phase, p, {{"m", 128}, {"n", 96}, {"k", 320}, {"batch", 1}}});
