@@ -35,7 +35,8 @@ ExecContext quick_context() {
   return ctx;
 }
 Shape prefill(std::int64_t b, std::int64_t s, std::int64_t h, std::int64_t hkv, std::int64_t d, bool causal) {
-  return {{"batch", b}, {"seq", s}, {"heads", h}, {"kv_heads", hkv}, {"head_dim", d}, {"causal", causal ? 1 : 0}};
+  return {{"batch", b},      {"seq", s},      {"heads", h},
+          {"kv_heads", hkv}, {"head_dim", d}, {"causal", causal ? 1 : 0}};
 }
 Shape decode(std::int64_t b, std::int64_t kv, std::int64_t h, std::int64_t hkv, std::int64_t d) {
   return {{"batch", b}, {"kv_len", kv}, {"heads", h}, {"kv_heads", hkv}, {"head_dim", d}};
@@ -44,8 +45,8 @@ void expect_checked(const rafter::OperatorRecord& r, const std::string& what) {
   EXPECT_EQ(r.status, rafter::RecordStatus::Ok) << what << ": " << r.note;
   EXPECT_TRUE(r.check.ran) << what;
   EXPECT_TRUE(r.check.passed) << what << ": error " << r.check.error << " tolerance " << r.check.tolerance;
-  std::printf("check %-40s %-14s error %.3e tolerance %.1e %s\n", what.c_str(), r.backend.c_str(), r.check.error,
-              r.check.tolerance, r.check.passed ? "pass" : "FAIL");
+  std::printf("check %-40s %-14s error %.3e tolerance %.1e %s\n", what.c_str(), r.backend.c_str(),
+              r.check.error, r.check.tolerance, r.check.passed ? "pass" : "FAIL");
   std::fflush(stdout);  // a later case that hangs must not take these lines with it
 }
 std::string describe(const OpInstance& i) {
@@ -79,13 +80,22 @@ TEST(AttentionCuda, FusedAttentionMatchesTheReference) {
       cases.push_back(instance(op, prefill(2, 48, 4, 2, 64, causal)));
       cases.push_back(instance(op, prefill(1, 40, 2, 2, 128, causal)));
     }
-  // Heads per block 4 and 1 (a group of 3), one split and several (check caps kv_len at 200).
-  for (const Shape& s : {decode(2, 72, 8, 2, 128), decode(2, 200, 6, 2, 64), decode(1, 200, 8, 1, 128),
-                         decode(2, 197, 4, 2, 64), decode(2, 33, 4, 4, 128)})
+  // Heads per block 4 and 1 (a group of 3), one split and several (check caps kv_len at 200);
+  // groups of 8 on the tensor cores: head dims 128 and 64, a last tile cut short, fewer tokens
+  // than one tile, several sequences and KV heads.
+  for (const Shape& s : {decode(2, 72, 8, 2, 128), decode(2, 200, 6, 2, 64), decode(2, 197, 4, 2, 64),
+                         decode(2, 33, 4, 4, 128), decode(1, 200, 8, 1, 128), decode(2, 197, 16, 2, 64),
+                         decode(3, 13, 8, 1, 128), decode(2, 200, 16, 2, 128)})
     cases.push_back(instance("attention_decode", s));
   for (const OpInstance& i : cases) {
     if (backend_for(i) == "none") continue;  // backward without cuDNN
-    expect_checked(profile_instance(i, quick_context(), {}), describe(i));
+    const rafter::OperatorRecord r = profile_instance(i, quick_context(), {});
+    expect_checked(r, describe(i));
+    if (i.op == "attention_decode") {
+      EXPECT_EQ(r.details.at("decode").value("tensor_cores", false),
+                i.shape.at("heads") == 8 * i.shape.at("kv_heads"))
+          << describe(i);
+    }
   }
 }
 

@@ -44,25 +44,43 @@ void check_fe(fe::error_t e, const char* what) {
   if (!e.is_good()) throw InputError(fmt::format("cuDNN SDPA {}: {}", what, e.get_message()));
 }
 
-// One handle for the process, on the device current at first use (the graphs are built on it
-// and live as long); never destroyed, as cuDNN may outlive the CUDA context at exit.
-cudnnHandle_t handle() {
-  static cudnnHandle_t h = [] {
-    cudnnHandle_t made = nullptr;
-    const cudnnStatus_t st = cudnnCreate(&made);
+// One handle and one graph cache for the process, on the device current at first use. The CUDA
+// runtime is initialised before them, so they are destroyed (graphs first, then the handle) before
+// the runtime's own teardown: memcheck's leak check at exit finds nothing of cuDNN's left.
+struct SdpaGraph;
+struct CudnnState {
+  std::mutex mu;
+  cudnnHandle_t handle = nullptr;
+  std::map<GraphKey, std::shared_ptr<SdpaGraph>> graphs;
+  CudnnState() {
+    cudaFree(nullptr);
+    const cudnnStatus_t st = cudnnCreate(&handle);
     if (st != CUDNN_STATUS_SUCCESS) throw InputError(fmt::format("cudnnCreate: {}", cudnnGetErrorString(st)));
-    return made;
-  }();
-  return h;
+  }
+  ~CudnnState() {
+    graphs.clear();
+    cudnnDestroy(handle);
+  }
+  CudnnState(const CudnnState&) = delete;
+  CudnnState& operator=(const CudnnState&) = delete;
+};
+CudnnState& cudnn_state() {
+  static CudnnState state;
+  return state;
 }
+cudnnHandle_t handle() { return cudnn_state().handle; }
 
 // A [b, heads, s, d] view of a token-major [b, s, heads, d] tensor.
 TensorPtr token_major(fe::graph::Graph& g, const char* name, Uid uid, std::int64_t b, std::int64_t s,
                       std::int64_t heads, std::int64_t d) {
-  return g.tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim({b, heads, s, d}).set_stride(
-      {s * heads * d, d, heads * d, 1}));
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim({b, heads, s, d})
+                      .set_stride({s * heads * d, d, heads * d, 1}));
 }
-void as_output(const TensorPtr& t, Uid uid, std::int64_t b, std::int64_t s, std::int64_t heads, std::int64_t d) {
+void as_output(const TensorPtr& t, Uid uid, std::int64_t b, std::int64_t s, std::int64_t heads,
+               std::int64_t d) {
   t->set_output(true).set_uid(uid).set_dim({b, heads, s, d}).set_stride({s * heads * d, d, heads * d, 1});
 }
 std::vector<std::int64_t> stats_dim(const Dims& a) { return {a.b, a.h, a.s, 1}; }
@@ -89,8 +107,11 @@ void describe(fe::graph::Graph& g, Pass pass, const Dims& a) {
     auto [O, stats] = g.sdpa(Q, K, V, opt);
     as_output(O, kO, a.b, a.s, a.h, a.d);
     if (pass == Pass::ForwardWithStats)
-      stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim(stats_dim(a)).set_stride(
-          stats_stride(a));
+      stats->set_output(true)
+          .set_uid(kStats)
+          .set_data_type(fe::DataType_t::FLOAT)
+          .set_dim(stats_dim(a))
+          .set_stride(stats_stride(a));
     return;
   }
   auto O = token_major(g, "O", kO, a.b, a.s, a.h, a.d);
@@ -125,17 +146,18 @@ std::shared_ptr<SdpaGraph> build(Pass pass, const Dims& a) {
 }
 
 std::shared_ptr<SdpaGraph> cached_graph(Pass pass, const Dims& a) {
-  static std::mutex mu;
-  static std::map<GraphKey, std::shared_ptr<SdpaGraph>> cache;
-  std::lock_guard lock(mu);
-  auto& slot = cache[a.key(pass)];
+  CudnnState& state = cudnn_state();
+  std::lock_guard lock(state.mu);
+  auto& slot = state.graphs[a.key(pass)];
   if (!slot) slot = build(pass, a);
   return slot;
 }
 
-void execute(const SdpaGraph& g, std::unordered_map<std::int64_t, void*>& pack, void* workspace, cudaStream_t s) {
+void execute(const SdpaGraph& g, std::unordered_map<std::int64_t, void*>& pack, void* workspace,
+             cudaStream_t s) {
   const cudnnStatus_t st = cudnnSetStream(handle(), s);
-  if (st != CUDNN_STATUS_SUCCESS) throw InputError(fmt::format("cudnnSetStream: {}", cudnnGetErrorString(st)));
+  if (st != CUDNN_STATUS_SUCCESS)
+    throw InputError(fmt::format("cudnnSetStream: {}", cudnnGetErrorString(st)));
   check_fe(g.graph->execute(handle(), pack, workspace), "execute");
 }
 
@@ -209,14 +231,18 @@ class CudnnAttentionBackend : public CudaBackend {
     recording_failures(record, [&] {
       nlohmann::json details;
       const bool backward = inst.op == "attention_backward";
-      check_and_time(inst, ctx, [&](const OpInstance& in, DeviceProblem& d) {
-        nlohmann::json* out = d.checking() ? nullptr : &details;
-        return backward ? bind_backward(in, d, out) : bind_forward(in, d, out);
-      }, record);
+      check_and_time(
+          inst, ctx,
+          [&](const OpInstance& in, DeviceProblem& d) {
+            nlohmann::json* out = d.checking() ? nullptr : &details;
+            return backward ? bind_backward(in, d, out) : bind_forward(in, d, out);
+          },
+          record);
       record.details["cudnn"] = details;
-      record.details["kernels"] = backward ? "cuDNN SDPA backward (BF16, FP32 softmax); O and the softmax "
-                                             "statistics from an untimed cuDNN forward"
-                                           : "cuDNN SDPA forward (BF16, FP32 softmax), inference (no statistics)";
+      record.details["kernels"] = backward
+                                      ? "cuDNN SDPA backward (BF16, FP32 softmax); O and the softmax "
+                                        "statistics from an untimed cuDNN forward"
+                                      : "cuDNN SDPA forward (BF16, FP32 softmax), inference (no statistics)";
     });
   }
 };

@@ -21,9 +21,17 @@ StreamFn bind_decode(const OpInstance& in, DeviceProblem& d, int sms, nlohmann::
   auto* o = d.output(DType::BF16, sz(b * h * hd), 0).as_bf16();
   auto* part = d.scratch(DType::F32, sz(decode_attention_partial_floats(plan, b, h, hd))).as<float>();
   if (details)
-    *details = {{"splits", plan.splits}, {"chunk_tokens", plan.chunk}, {"heads_per_block", plan.heads_per_block},
-                {"kernel", "rafter split-KV decode: BF16 K/V streamed with 16-byte loads, FP32 online softmax, "
-                           "partials merged by a second kernel"}};
+    *details = {
+        {"splits", plan.splits},
+        {"chunk_tokens", plan.chunk},
+        {"heads_per_block", plan.tensor_cores ? h / hkv : std::int64_t(plan.heads_per_block)},
+        {"tensor_cores", plan.tensor_cores},
+        {"kernel", plan.tensor_cores
+                       ? "rafter split-KV decode, GQA group of 8 on mma.sync: BF16 K/V tiles of 16 tokens "
+                         "through a cp.async ring, S = Q·Kᵀ and P·V on tensor cores, FP32 online softmax, "
+                         "partials merged by a second kernel"
+                       : "rafter split-KV decode: BF16 K/V streamed with 16-byte loads, FP32 online "
+                         "softmax, partials merged by a second kernel"}};
   return [=](cudaStream_t s) { decode_attention(q, k, v, o, part, plan, b, kv, h, hkv, hd, s); };
 }
 
@@ -39,10 +47,13 @@ class SplitKvDecodeBackend : public CudaBackend {
     record.backend = name();
     recording_failures(record, [&] {
       nlohmann::json details;
-      check_and_time(inst, ctx, [&](const OpInstance& in, DeviceProblem& d) {
-        const int sms = device_facts(current_device_index(ctx.device)).value("sms", 1);
-        return bind_decode(in, d, sms, d.checking() ? nullptr : &details);
-      }, record);
+      check_and_time(
+          inst, ctx,
+          [&](const OpInstance& in, DeviceProblem& d) {
+            const int sms = device_facts(current_device_index(ctx.device)).value("sms", 1);
+            return bind_decode(in, d, sms, d.checking() ? nullptr : &details);
+          },
+          record);
       record.details["decode"] = details;
     });
   }

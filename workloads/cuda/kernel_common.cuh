@@ -64,4 +64,15 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch) {
 
 __device__ __forceinline__ float silu(float g) { return g / (1.f + __expf(-g)); }
 
+// Tensor cores without wgmma (sm_80+): D = A·B + D on one warp, m16n8k16, BF16 in, FP32 accumulate;
+// A and B in the mma.sync fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16").
+__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                         unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 }  // namespace rafter::workloads::cuda::dev

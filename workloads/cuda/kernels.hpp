@@ -76,6 +76,7 @@ void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weigh
 struct DecodePlan {
   std::int64_t splits = 1, chunk = 0;  // KV chunks per (sequence, head) and tokens per chunk
   int heads_per_block = 1;             // query heads of one GQA group served per block
+  bool tensor_cores = false;           // groups of 8 query heads: S = Q·Kᵀ and P·V on mma.sync
 };
 bool decode_attention_supports(std::int64_t head_dim);
 DecodePlan decode_attention_plan(std::int64_t batch, std::int64_t kv_len, std::int64_t heads, std::int64_t kv_heads,

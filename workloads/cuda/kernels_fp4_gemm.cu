@@ -6,6 +6,7 @@
 
 #include "cuda_util.hpp"
 #include "fp4_gemm.hpp"
+#include "kernel_common.cuh"
 
 namespace rafter::workloads::cuda {
 namespace {
@@ -97,15 +98,6 @@ __device__ __forceinline__ void decode_group(uint4 v, __nv_bfloat162 s0, __nv_bf
       out[2 * j + t][1] = decode_pair(w[j] >> (8 * t + 4), s);
     }
   }
-}
-
-__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
-                                         unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 struct DecodeArgs {
@@ -257,7 +249,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) decode_gemm_kernel(DecodeArgs 
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
           const uint2 b = *reinterpret_cast<const uint2*>(act + (t * 8 + g) * kSmemStride + c * kChunk + s * 16 + q * 4);
-          mma_bf16(acc[t], w0[s][0], w1[s][0], w0[s][1], w1[s][1], b.x, b.y);
+          dev::mma_bf16(acc[t], w0[s][0], w1[s][0], w0[s][1], w1[s][1], b.x, b.y);
         }
     }
     // c0, c1: row g, tokens 2q, 2q+1; c2, c3: row g+8.
