@@ -25,9 +25,9 @@ export RAFTER_BUILD_TARGETS="test_workloads rafter"
 build_or_env || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv,noheader 2>&1
 if has test; then
-  timeout "${TEST_TIMEOUT:-90}" "$tests" --gtest_filter='GlaCuda.*:GpuKernelsCuda.*' >"$out/test.log" 2>&1
+  timeout "${TEST_TIMEOUT:-90}" "$tests" --gtest_filter='GlaCuda.*:GpuKernelsCuda.*' --gtest_also_run_disabled_tests >"$out/test.log" 2>&1
   echo "gla tests: exit $?"
-  grep -E "^gla check|^check gla|Failure|FAILED|PASSED|OK \]|error:" "$out/test.log" | tail -40
+  grep -E "^gla check|^gla time|^check gla|Failure|FAILED|PASSED|OK \]|error:" "$out/test.log" | tail -40
   stamp "tests"
 fi
 if has bench; then

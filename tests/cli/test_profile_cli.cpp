@@ -185,8 +185,11 @@ TEST(ProfileCli, PlanOnADeviceSaysWhichBackendWouldRunEachRecord) {
   r = rafter_cmd("profile --plan --device cuda:0 --model gla-1.3b --phase decode --json");
   ASSERT_EQ(r.code, 0) << r.err;
   run = rafter::run_from_json(nlohmann::json::parse(r.out));
-  for (const auto& rec : run.records)
-    if (rec.op == "gla_decode") EXPECT_EQ(rec.backend, "cuda.gla") << rec.label;
+  for (const auto& rec : run.records) {
+    if (rec.op == "gla_decode") {
+      EXPECT_EQ(rec.backend, "cuda.gla") << rec.label;
+    }
+  }
 #endif
   r = rafter_cmd("profile --plan --device cpu --model llama2-7b --phase decode");
   ASSERT_EQ(r.code, 0) << r.err;

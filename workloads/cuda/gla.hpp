@@ -29,6 +29,10 @@ std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t);
 // 64×64 state tiles), outputs (parallel over chunks and 64-wide dv tiles).
 void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
                      void* scratch, const GlaShape& s, cudaStream_t stream);
+// The first, plain version of the same three kernels (kernels_gla_simple.cu: element-wise staging,
+// no overlap of loads and work), same scratch: the tests' second opinion on gla_chunked_fwd.
+void gla_chunked_fwd_simple(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
+                            void* scratch, const GlaShape& s, cudaStream_t stream);
 
 // Decode: dk rows of each state split over `splits` blocks of `rows` rows; their partial outputs
 // (FP32, splits·batch·heads·dv) summed by a second kernel. dv a multiple of 4.
@@ -43,7 +47,7 @@ void gla_decode(GlaType t, const void* q, const void* k, const void* v, const vo
 
 // The backend's bindings (gla_backend.cpp), also used by tests/workloads/test_gla_cuda.cpp to check
 // shapes that the catalogue's capped check shape does not reach.
-StreamFn bind_gla_chunked(const OpInstance& inst, DeviceProblem& d);
+StreamFn bind_gla_chunked(const OpInstance& inst, DeviceProblem& d, bool simple_kernels = false);
 StreamFn bind_gla_decode(const OpInstance& inst, DeviceProblem& d, int sms);
 
 }  // namespace rafter::workloads::cuda

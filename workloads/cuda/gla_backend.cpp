@@ -42,7 +42,9 @@ class CudaGlaBackend : public CudaBackend {
     record.backend = name();
     recording_failures(record, [&] {
       if (inst.op == "gla_chunked") {
-        check_and_time(inst, ctx, bind_gla_chunked, record);
+        check_and_time(
+            inst, ctx, [](const OpInstance& in, DeviceProblem& d) { return bind_gla_chunked(in, d); },
+            record);
         record.details["kernels"] =
             "rafter CUDA chunked GLA: gate-decayed intra-chunk scores (sub-chunks of 16, mma.sync), "
             "chunk-entry "
@@ -69,7 +71,7 @@ RAFTER_REGISTER_BACKEND(CudaGlaBackend);
 
 }  // namespace
 
-StreamFn bind_gla_chunked(const OpInstance& in, DeviceProblem& d) {
+StreamFn bind_gla_chunked(const OpInstance& in, DeviceProblem& d, bool simple_kernels) {
   const GlaShape s = chunked_shape(in);
   const DType t = dtype_of(in.precision);
   const GlaType gt = gla_type_of(in.precision);
@@ -80,6 +82,8 @@ StreamFn bind_gla_chunked(const OpInstance& in, DeviceProblem& d) {
   const void* g = d.input(3, t, nk, kGateLo, kGateHi).data();
   void* o = d.output(t, nv, 0).data();
   void* scratch = d.scratch(DType::I8, gla_chunked_scratch_bytes(s, gt)).data();
+  if (simple_kernels)
+    return [=](cudaStream_t stream) { gla_chunked_fwd_simple(gt, q, k, v, g, o, scratch, s, stream); };
   return [=](cudaStream_t stream) { gla_chunked_fwd(gt, q, k, v, g, o, scratch, s, stream); };
 }
 
