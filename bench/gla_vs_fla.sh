@@ -6,12 +6,14 @@
 # On the device machine, from the repository root, carrying .device-debs (bench/device_build.sh) and
 # .whl with the fla-core wheel (pip download --no-deps fla-core, /work/.library/device/README.md):
 #   bash bench/gla_vs_fla.sh [build-dir]
-# STAGES (default all) picks a subset of "build test bench"; DEADLINE_S (default 285) is the whole
-# call's budget: the bench gets what the build and the tests left (its JSON is written row by row).
+# STAGES (default all) picks a subset of "build test bench kcheck" (test: the GlaCuda tests and the
+# kernels' times; kcheck: the whole GpuKernelsCuda check, last); DEADLINE_S (default 285) is the
+# whole call's budget: the bench gets what the build and the tests left (its JSON is written row by
+# row), kcheck what the bench left.
 set -uo pipefail
 build=${1:-build-dev}
 out=${OUT:-/tmp/gla}
-stages=${STAGES:-build test bench}
+stages=${STAGES:-build test bench kcheck}
 deadline=${DEADLINE_S:-285}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
@@ -25,9 +27,9 @@ export RAFTER_BUILD_TARGETS="test_workloads rafter"
 build_or_env || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv,noheader 2>&1
 if has test; then
-  timeout "${TEST_TIMEOUT:-90}" "$tests" --gtest_filter='GlaCuda.*:GpuKernelsCuda.*' --gtest_also_run_disabled_tests >"$out/test.log" 2>&1
-  echo "gla tests: exit $?"
-  grep -E "^gla check|^gla time|^check gla|Failure|FAILED|PASSED|OK \]|error:" "$out/test.log" | tail -40
+  timeout "${TEST_TIMEOUT:-90}" "$tests" --gtest_filter='GlaCuda.*' --gtest_also_run_disabled_tests >"$out/test.log" 2>&1
+  echo "GlaCuda tests: exit $?"
+  grep -E "^gla check|^gla time|Failure|FAILED|PASSED|OK \]|error:" "$out/test.log" | tail -40
   stamp "tests"
 fi
 if has bench; then
@@ -35,10 +37,16 @@ if has bench; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
       .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
   fi
-  timeout "$(left)" python3 bench/gla_vs_fla.py --rafter "$rafter" --out "$out/gla.json" >"$out/bench.log" 2>&1
+  timeout "$(( $(left) - ${KCHECK_S:-45} ))" python3 bench/gla_vs_fla.py --rafter "$rafter" --out "$out/gla.json" >"$out/bench.log" 2>&1
   rc=$?
   echo "bench: exit $rc"
   grep -E "^fla check|^fla failed|^rafter |^fla  " "$out/bench.log" | tail -30
   python3 bench/gla_vs_fla.py --rafter "$rafter" --out "$out/gla.json" --table-only
   stamp "bench"
+fi
+if has kcheck && [ "$(left)" -gt 20 ]; then
+  timeout "$(left)" "$tests" --gtest_filter='GpuKernelsCuda.*' >"$out/kcheck.log" 2>&1
+  echo "GpuKernelsCuda: exit $?"
+  grep -E "^check gla|FAIL|PASSED|FAILED|OK \]" "$out/kcheck.log" | tail -20
+  stamp "kcheck"
 fi

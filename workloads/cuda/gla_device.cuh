@@ -52,6 +52,21 @@ __device__ __forceinline__ unsigned pack2(T lo, T hi) {
     return unsigned(__half_as_ushort(lo)) | (unsigned(__half_as_ushort(hi)) << 16);
 }
 
+// Two adjacent elements (even element offset) in one 4- or 8-byte load.
+template <class T>
+__device__ __forceinline__ float2 load2(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return *reinterpret_cast<const float2*>(p);
+  } else {
+    const unsigned u = *reinterpret_cast<const unsigned*>(p);
+    T lo, hi;
+    static_assert(sizeof(T) == 2);
+    memcpy(&lo, &u, 2);
+    memcpy(&hi, reinterpret_cast<const char*>(&u) + 2, 2);
+    return make_float2(to_f(lo), to_f(hi));
+  }
+}
+
 // Two adjacent outputs (even element offset) in one 4- or 8-byte store.
 template <class T>
 __device__ __forceinline__ void store2(T* p, float x, float y) {

@@ -130,10 +130,16 @@ __global__ void __launch_bounds__(kThreads)
       triangle_pair(p % kPairs, tl, l);
       const T *qt = qr + (I * kSub + tl) * kLd, *kt = kr + (I * kSub + l) * kLd;
       const float *bt = b + (I * kSub + tl) * kLd, *bk = b + (I * kSub + l) * kLd;
-      float sum = 0.f;
-#pragma unroll 8
-      for (int i = 0; i < w; ++i) sum += to_f(qt[i]) * to_f(kt[i]) * gate_exp<T>(bt[i] - bk[i]);
-      dacc[j] += sum;
+      float s0 = 0.f, s1 = 0.f;  // even and odd columns: pairs of loads, two chains
+#pragma unroll 4
+      for (int i = 0; i < w; i += 2) {
+        const float2 qv = load2(qt + i), kv = load2(kt + i);
+        const float2 bq = *reinterpret_cast<const float2*>(bt + i),
+                     bkv = *reinterpret_cast<const float2*>(bk + i);
+        s0 += qv.x * kv.x * gate_exp<T>(bq.x - bkv.x);
+        s1 += qv.y * kv.y * gate_exp<T>(bq.y - bkv.y);
+      }
+      dacc[j] += s0 + s1;
     }
     __syncthreads();  // this slice's buffers are free for slice s + 2
   }
