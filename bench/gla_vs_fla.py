@@ -110,6 +110,9 @@ def eager_time(torch, fn, reps=30):
 def run_fla(rs, results):
     import torch
     from fla.ops.gla import chunk_gla, fused_recurrent_gla
+    # The first calls compile and autotune fla's Triton kernels: over a minute on the H100 (a call
+    # with 75 s left for fla got no row back), so say where the time goes.
+    print("fla: imported; checking (compiles and autotunes the Triton kernels) ...", flush=True)
     results["_fla_check"] = fla_checks(torch, chunk_gla, fused_recurrent_gla)
     print("fla check vs FP32 recurrence:", results["_fla_check"], flush=True)
     time_op = g.torch_timer()
