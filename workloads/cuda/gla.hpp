@@ -34,20 +34,16 @@ void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, con
 void gla_chunked_fwd_simple(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
                             void* scratch, const GlaShape& s, cudaStream_t stream);
 
-// Decode: dk rows of each state split over `splits` blocks of `rows` rows; their partial outputs
-// (FP32, splits·batch·heads·dv) summed by a second kernel. dv a multiple of 4.
-struct GlaDecodePlan {
-  std::int64_t rows = 1, splits = 1;
-};
+// Decode: one launch; a block owns 32 dv columns of one (sequence, head) over all dk rows, the
+// output's partial sums meet in shared memory. dv a multiple of 4.
 bool gla_decode_supports(std::int64_t dk, std::int64_t dv);
-GlaDecodePlan gla_decode_plan(std::int64_t batch_heads, std::int64_t dk, int sms);
 void gla_decode(GlaType t, const void* q, const void* k, const void* v, const void* g, const float* state_in,
-                void* o, float* state_out, float* partials, const GlaDecodePlan& p, std::int64_t batch_heads,
-                std::int64_t dk, std::int64_t dv, cudaStream_t stream);
+                void* o, float* state_out, std::int64_t batch_heads, std::int64_t dk, std::int64_t dv,
+                cudaStream_t stream);
 
 // The backend's bindings (gla_backend.cpp), also used by tests/workloads/test_gla_cuda.cpp to check
 // shapes that the catalogue's capped check shape does not reach.
 StreamFn bind_gla_chunked(const OpInstance& inst, DeviceProblem& d, bool simple_kernels = false);
-StreamFn bind_gla_decode(const OpInstance& inst, DeviceProblem& d, int sms);
+StreamFn bind_gla_decode(const OpInstance& inst, DeviceProblem& d);
 
 }  // namespace rafter::workloads::cuda

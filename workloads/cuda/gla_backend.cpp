@@ -52,16 +52,12 @@ class CudaGlaBackend : public CudaBackend {
             "CUDA "
             "cores)";
       } else {
-        const int sms = device_facts(current_device_index(ctx.device)).value("sms", 1);
-        const auto bh = shape_value(inst, "batch") * shape_value(inst, "heads");
-        const GlaDecodePlan p = gla_decode_plan(bh, shape_value(inst, "head_dim_k"), sms);
         check_and_time(
-            inst, ctx, [sms](const OpInstance& in, DeviceProblem& d) { return bind_gla_decode(in, d, sms); },
-            record);
+            inst, ctx, [](const OpInstance& in, DeviceProblem& d) { return bind_gla_decode(in, d); }, record);
         record.details["kernels"] =
-            "rafter CUDA GLA decode: FP32 state streamed once with 16-byte loads, "
-            "partial outputs per row block summed by a second kernel";
-        record.details["decode"] = {{"rows_per_block", p.rows}, {"splits", p.splits}};
+            "rafter CUDA GLA decode: one launch, a block per 32 dv columns and head over all dk rows, FP32 "
+            "state "
+            "streamed once with 16-byte loads, the output's row-group sums met in shared memory";
       }
     });
   }
@@ -87,12 +83,11 @@ StreamFn bind_gla_chunked(const OpInstance& in, DeviceProblem& d, bool simple_ke
   return [=](cudaStream_t stream) { gla_chunked_fwd(gt, q, k, v, g, o, scratch, s, stream); };
 }
 
-StreamFn bind_gla_decode(const OpInstance& in, DeviceProblem& d, int sms) {
+StreamFn bind_gla_decode(const OpInstance& in, DeviceProblem& d) {
   const auto bh = shape_value(in, "batch") * shape_value(in, "heads"), dk = shape_value(in, "head_dim_k"),
              dv = shape_value(in, "head_dim_v");
   const DType t = dtype_of(in.precision);
   const GlaType gt = gla_type_of(in.precision);
-  const GlaDecodePlan p = gla_decode_plan(bh, dk, sms);
   const void* q = d.input(0, t, sz(bh * dk)).data();
   const void* k = d.input(1, t, sz(bh * dk)).data();
   const void* v = d.input(2, t, sz(bh * dv)).data();
@@ -100,10 +95,7 @@ StreamFn bind_gla_decode(const OpInstance& in, DeviceProblem& d, int sms) {
   const auto* state_in = d.input(4, DType::F32, sz(bh * dk * dv)).as<float>();
   void* o = d.output(t, sz(bh * dv), 0).data();
   auto* state_out = d.output(DType::F32, sz(bh * dk * dv), 1).as<float>();
-  auto* partials = d.scratch(DType::F32, sz(p.splits * bh * dv)).as<float>();
-  return [=](cudaStream_t stream) {
-    gla_decode(gt, q, k, v, g, state_in, o, state_out, partials, p, bh, dk, dv, stream);
-  };
+  return [=](cudaStream_t stream) { gla_decode(gt, q, k, v, g, state_in, o, state_out, bh, dk, dv, stream); };
 }
 
 }  // namespace rafter::workloads::cuda

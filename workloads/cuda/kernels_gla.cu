@@ -338,22 +338,27 @@ void chunked_fwd(const T* q, const T* k, const T* v, const T* g, T* o, void* scr
 }
 
 // ---- decode --------------------------------------------------------------------------------------
-// Block (split, sequence·head): state rows [split·rows, …), four dv columns per thread per pass;
-// the state streams through once (read, decayed and updated, written), o's partial sums stay in
-// registers. Every block writes its partial for every column.
+// Block (32 dv columns, sequence·head) over all dk rows: thread (row group r, column quad c) takes
+// rows r, r + 32, … of its four columns, so a warp reads four 128-byte row segments per step and a
+// thread has its rows' loads in flight together; the state streams through once (read, decayed and
+// updated, written), o's 32 row-group partial sums meet in shared memory. One launch, no partials.
+constexpr int kDecodeQuads = 8, kDecodeRowGroups = 32;  // 256 threads
+
 template <class T>
-__global__ void __launch_bounds__(kThreads)
-    gla_decode_rows(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+__global__ void __launch_bounds__(kDecodeQuads* kDecodeRowGroups)
+    gla_decode_step(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                     const T* __restrict__ g, const float* __restrict__ S, float* __restrict__ S_out,
-                    float* __restrict__ part, int dk, int dv, int rows) {
-  const int split = blockIdx.x, bh = blockIdx.y, bhs = gridDim.y;
-  const int r0 = split * rows, r1 = min(dk, r0 + rows);
-  for (int c4 = threadIdx.x; c4 < dv / 4; c4 += blockDim.x) {
+                    T* __restrict__ o, int dk, int dv) {
+  __shared__ float4 part[kDecodeRowGroups][kDecodeQuads];
+  const int bh = blockIdx.y, quad = threadIdx.x % kDecodeQuads, rg = threadIdx.x / kDecodeQuads;
+  const int c4 = blockIdx.x * kDecodeQuads + quad;  // this thread's column quad
+  const bool live = c4 < dv / 4;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (live) {
     const T* vv = v + std::size_t(bh) * dv + 4 * c4;
     const float v0 = to_f(vv[0]), v1 = to_f(vv[1]), v2 = to_f(vv[2]), v3 = to_f(vv[3]);
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 8
-    for (int i = r0; i < r1; ++i) {
+    for (int i = rg; i < dk; i += kDecodeRowGroups) {
       const std::size_t ki = std::size_t(bh) * dk + i;
       const float alpha = gate_exp<T>(to_f(g[ki])), kv = to_f(k[ki]), qv = to_f(q[ki]);
       const std::size_t at = (ki * dv) / 4 + c4;
@@ -364,31 +369,29 @@ __global__ void __launch_bounds__(kThreads)
       acc.x = fmaf(qv, u.x, acc.x), acc.y = fmaf(qv, u.y, acc.y);
       acc.z = fmaf(qv, u.z, acc.z), acc.w = fmaf(qv, u.w, acc.w);
     }
-    reinterpret_cast<float4*>(part + (std::size_t(split) * bhs + bh) * dv)[c4] = acc;
   }
-}
-
-template <class T>
-__global__ void gla_decode_merge(const float* __restrict__ part, T* __restrict__ o, int dv, int splits) {
-  const int bh = blockIdx.x, bhs = gridDim.x;
-  for (int j = threadIdx.x; j < dv; j += blockDim.x) {
-    float s = 0.f;
-    for (int p = 0; p < splits; ++p) s += part[(std::size_t(p) * bhs + bh) * dv + j];
-    o[std::size_t(bh) * dv + j] = from_f<T>(s);
+  part[rg][quad] = acc;
+  __syncthreads();
+  if (rg == 0 && live) {
+    float4 sum = part[0][quad];
+    for (int r = 1; r < kDecodeRowGroups; ++r) {
+      const float4 p = part[r][quad];
+      sum.x += p.x, sum.y += p.y, sum.z += p.z, sum.w += p.w;
+    }
+    T* out = o + std::size_t(bh) * dv + 4 * c4;
+    store2(out, sum.x, sum.y);
+    store2(out + 2, sum.z, sum.w);
   }
 }
 
 template <class T>
 void decode_typed(const void* q, const void* k, const void* v, const void* g, const float* state_in, void* o,
-                  float* state_out, float* partials, const GlaDecodePlan& p, std::int64_t bhs,
-                  std::int64_t dk, std::int64_t dv, cudaStream_t stream) {
-  gla_decode_rows<T><<<dim3(unsigned(p.splits), unsigned(bhs)), kThreads, 0, stream>>>(
+                  float* state_out, std::int64_t bhs, std::int64_t dk, std::int64_t dv, cudaStream_t stream) {
+  const dim3 grid(unsigned((dv / 4 + kDecodeQuads - 1) / kDecodeQuads), unsigned(bhs));
+  gla_decode_step<T><<<grid, kDecodeQuads * kDecodeRowGroups, 0, stream>>>(
       static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), static_cast<const T*>(g),
-      state_in, state_out, partials, int(dk), int(dv), int(p.rows));
-  RAFTER_CUDA_LAUNCH_CHECK("gla_decode_rows");
-  gla_decode_merge<T>
-      <<<unsigned(bhs), kThreads, 0, stream>>>(partials, static_cast<T*>(o), int(dv), int(p.splits));
-  RAFTER_CUDA_LAUNCH_CHECK("gla_decode_merge");
+      state_in, state_out, static_cast<T*>(o), int(dk), int(dv));
+  RAFTER_CUDA_LAUNCH_CHECK("gla_decode_step");
 }
 
 }  // namespace
@@ -426,28 +429,16 @@ void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, con
 
 bool gla_decode_supports(std::int64_t dk, std::int64_t dv) { return dk > 0 && dv > 0 && dv % 4 == 0; }
 
-GlaDecodePlan gla_decode_plan(std::int64_t batch_heads, std::int64_t dk, int sms) {
-  // Rows per block double while four blocks per SM remain: enough loads in flight, few partials.
-  GlaDecodePlan p;
-  const auto blocks = [&](std::int64_t rows) { return batch_heads * ((dk + rows - 1) / rows); };
-  while (p.rows < 16 && p.rows < dk && blocks(2 * p.rows) >= 4 * std::int64_t(sms)) p.rows *= 2;
-  p.splits = (dk + p.rows - 1) / p.rows;
-  return p;
-}
-
 void gla_decode(GlaType t, const void* q, const void* k, const void* v, const void* g, const float* state_in,
-                void* o, float* state_out, float* partials, const GlaDecodePlan& p, std::int64_t batch_heads,
-                std::int64_t dk, std::int64_t dv, cudaStream_t stream) {
+                void* o, float* state_out, std::int64_t batch_heads, std::int64_t dk, std::int64_t dv,
+                cudaStream_t stream) {
   switch (t) {
     case GlaType::BF16:
-      return decode_typed<__nv_bfloat16>(q, k, v, g, state_in, o, state_out, partials, p, batch_heads, dk, dv,
-                                         stream);
+      return decode_typed<__nv_bfloat16>(q, k, v, g, state_in, o, state_out, batch_heads, dk, dv, stream);
     case GlaType::F16:
-      return decode_typed<__half>(q, k, v, g, state_in, o, state_out, partials, p, batch_heads, dk, dv,
-                                  stream);
+      return decode_typed<__half>(q, k, v, g, state_in, o, state_out, batch_heads, dk, dv, stream);
     default:
-      return decode_typed<float>(q, k, v, g, state_in, o, state_out, partials, p, batch_heads, dk, dv,
-                                 stream);
+      return decode_typed<float>(q, k, v, g, state_in, o, state_out, batch_heads, dk, dv, stream);
   }
 }
 
