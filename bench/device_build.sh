@@ -3,6 +3,7 @@
 # packages into /opt/deps, take the NVML header and the cuDNN frontend headers from the carried
 # wheels, and build rafter there (cuDNN itself is the device's system one).
 # Use:  source bench/device_build.sh [build-dir]     (carry .device-debs; see bench/README.md)
+# RAFTER_BUILD_TARGETS (space-separated) builds only those targets.
 # Prepare the carried folder here first:  bash ../shared/device/fetch-debs.sh .device-debs &&
 #   (cd .device-debs && apt-get download libdnnl2 libdnnl-dev libgtest-dev) &&
 #   pip download --no-deps -d .device-debs nvidia-nvml-dev==13.0.87 nvidia-cudnn-frontend==1.32.0
@@ -23,4 +24,4 @@ cudnn_fe_inc=$(dirname "$(find /opt/deps/cudnn_frontend -maxdepth 2 -name cudnn_
 cmake -S . -B "$rafter_build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAFTER_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90a ${nvml_inc:+-DNVML_INCLUDE_DIR=$nvml_inc} \
   ${cudnn_fe_inc:+-DCUDNN_FRONTEND_INCLUDE_DIR=$cudnn_fe_inc} ${RAFTER_CMAKE_ARGS:-} \
-  && cmake --build "$rafter_build_dir" -j 16
+  && cmake --build "$rafter_build_dir" -j 16 ${RAFTER_BUILD_TARGETS:+--target $RAFTER_BUILD_TARGETS}

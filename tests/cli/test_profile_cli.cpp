@@ -164,13 +164,32 @@ TEST(ProfileCli, PlanOnADeviceSaysWhichBackendWouldRunEachRecord) {
   EXPECT_EQ(no_backend, int(run.records.size()));
 #else
   EXPECT_EQ(no_backend, 0);  // FP4 GEMMs, quantizers and hot-channel patches all run on Hopper
-  // GLA has no GPU kernel yet: its records are listed as no_backend.
+  // GLA's forward and decode step run on cuda.gla; its chunked backward has no GPU kernel yet and
+  // is listed as no_backend.
+  r = rafter_cmd("profile --plan --device cuda:0 --model gla-1.3b --phase train --seq 2048 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  run = rafter::run_from_json(nlohmann::json::parse(r.out));
+  int gla_fwd = 0, gla_bwd = 0;
+  for (const auto& rec : run.records) {
+    if (rec.op != "gla_chunked") continue;
+    if (rec.phase == "fwd") {
+      ++gla_fwd;
+      EXPECT_EQ(rec.backend, "cuda.gla") << rec.label;
+    } else {
+      ++gla_bwd;
+      EXPECT_EQ(rec.status, rafter::RecordStatus::NoBackend) << rec.label;
+    }
+  }
+  EXPECT_GT(gla_fwd, 0);
+  EXPECT_GT(gla_bwd, 0);
   r = rafter_cmd("profile --plan --device cuda:0 --model gla-1.3b --phase decode --json");
   ASSERT_EQ(r.code, 0) << r.err;
   run = rafter::run_from_json(nlohmann::json::parse(r.out));
-  no_backend = 0;
-  for (const auto& rec : run.records) no_backend += rec.status == rafter::RecordStatus::NoBackend;
-  EXPECT_GT(no_backend, 0);
+  for (const auto& rec : run.records) {
+    if (rec.op == "gla_decode") {
+      EXPECT_EQ(rec.backend, "cuda.gla") << rec.label;
+    }
+  }
 #endif
   r = rafter_cmd("profile --plan --device cpu --model llama2-7b --phase decode");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -86,6 +86,16 @@ std::vector<Case> cases() {
   c.push_back({"quantize", "fwd", "nvfp4", {{"rows", 64}, {"cols", 128}, {"block2d", 1}, {"rht", 1}, {"sr", 1}}});
   c.push_back({"quantize", "fwd", "fp8_e4m3", {{"rows", 5}, {"cols", 301}}});
   c.push_back({"dequantize", "fwd", "fp8_e5m2", {{"rows", 5}, {"cols", 301}}});
+  // GLA (tests/workloads/test_gla_cuda.cpp checks the shapes the check's cap hides: chunk 64, dk 256).
+  for (const char* p : {"bf16", "fp16", "fp32"}) {
+    c.push_back(
+        {"gla_chunked",
+         "fwd",
+         p,
+         {{"batch", 2}, {"seq", 192}, {"heads", 2}, {"head_dim_k", 64}, {"head_dim_v", 96}, {"chunk", 64}}});
+    c.push_back(
+        {"gla_decode", "fwd", p, {{"batch", 3}, {"heads", 2}, {"head_dim_k", 64}, {"head_dim_v", 96}}});
+  }
   c.push_back({"hot_channel_patch", "fwd", "bf16", {{"tokens", 40}, {"out", 48}, {"hot", 32}}});
   c.push_back({"hot_channel_patch", "fwd", "bf16", {{"tokens", 4096}, {"out", 4096}, {"hot", 40}}});
   return c;

@@ -1,0 +1,49 @@
+// Gated linear attention on the GPU (kernels_gla.cu, backend gla_backend.cpp): the chunked forward
+// (gla_chunked, phase fwd) and the recurrent decode step (gla_decode). Layouts as the catalogue's
+// (workloads/src/ops_gla.cpp, ops_gla_decode.cpp): q, k, g [batch, seq, heads, dk], v, o
+// [batch, seq, heads, dv]; decode drops seq and carries an fp32 state [batch, heads, dk, dv].
+// Storage in BF16, FP16 or FP32; arithmetic and the carried state in FP32 (BF16/FP16 products on
+// tensor cores with FP32 accumulation; FP32 products on CUDA cores, so the FP32 check stays tight).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "device_problem.hpp"
+
+namespace rafter::workloads::cuda {
+
+enum class GlaType { F32, BF16, F16 };
+
+struct GlaShape {
+  std::int64_t batch = 1, seq = 0, heads = 1, dk = 0, dv = 0, chunk = 64;
+};
+
+// dk and dv multiples of 16, chunk one of 16, 32, 48, 64, seq a multiple of chunk.
+bool gla_chunked_supports(const GlaShape& s);
+// Scratch of the forward: the chunk-entry states [batch·heads, chunks, dk, dv] (storage type; FP32
+// for FP32) and the intra-chunk gate-decayed scores [batch·heads, chunks, C, C] (FP32).
+std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t);
+// Three launches: scores (parallel over chunks), states (sequential over chunks, parallel over
+// 64×64 state tiles), outputs (parallel over chunks and 64-wide dv tiles).
+void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
+                     void* scratch, const GlaShape& s, cudaStream_t stream);
+// The first, plain version of the same three kernels (kernels_gla_simple.cu: element-wise staging,
+// no overlap of loads and work), same scratch: the tests' second opinion on gla_chunked_fwd.
+void gla_chunked_fwd_simple(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
+                            void* scratch, const GlaShape& s, cudaStream_t stream);
+
+// Decode: one launch; a block owns 32 dv columns of one (sequence, head) over all dk rows, the
+// output's partial sums meet in shared memory. dv a multiple of 4.
+bool gla_decode_supports(std::int64_t dk, std::int64_t dv);
+void gla_decode(GlaType t, const void* q, const void* k, const void* v, const void* g, const float* state_in,
+                void* o, float* state_out, std::int64_t batch_heads, std::int64_t dk, std::int64_t dv,
+                cudaStream_t stream);
+
+// The backend's bindings (gla_backend.cpp), also used by tests/workloads/test_gla_cuda.cpp to check
+// shapes that the catalogue's capped check shape does not reach.
+StreamFn bind_gla_chunked(const OpInstance& inst, DeviceProblem& d, bool simple_kernels = false);
+StreamFn bind_gla_decode(const OpInstance& inst, DeviceProblem& d);
+
+}  // namespace rafter::workloads::cuda

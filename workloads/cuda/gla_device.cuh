@@ -1,0 +1,162 @@
+// Device helpers of the GLA kernels (kernels_gla.cu, kernels_gla_simple.cu): storage-type
+// conversion, the gates' exp, one m16n8k16 product tile from shared memory (mma.sync for BF16/FP16,
+// FMAs in the same fragment layout for FP32), 16-byte asynchronous copies, and [b, s, h, d] indexing.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstddef>
+#include <type_traits>
+
+#include "cuda_util.hpp"
+
+namespace rafter::workloads::cuda::gla_dev {
+
+constexpr int kTile = 64;       // dk / dv columns of one block's slice
+constexpr int kLd = kTile + 8;  // shared-memory row stride (elements): consecutive rows shift banks
+constexpr int kThreads = 128;   // four warps
+constexpr int kSub = 16;        // sub-chunk of the scores (tokens)
+
+template <class T>
+__device__ __forceinline__ float to_f(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return x;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(x);
+  else
+    return __half2float(x);
+}
+template <class T>
+__device__ __forceinline__ T from_f(float x) {
+  if constexpr (std::is_same_v<T, float>)
+    return x;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __float2bfloat16(x);
+  else
+    return __float2half(x);
+}
+// FP32 keeps the precise exp (its check is 1e-5); the 16-bit paths round far coarser than __expf.
+template <class T>
+__device__ __forceinline__ float gate_exp(float x) {
+  if constexpr (std::is_same_v<T, float>)
+    return expf(x);
+  else
+    return __expf(x);
+}
+
+template <class T>
+__device__ __forceinline__ unsigned pack2(T lo, T hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return unsigned(__bfloat16_as_ushort(lo)) | (unsigned(__bfloat16_as_ushort(hi)) << 16);
+  else
+    return unsigned(__half_as_ushort(lo)) | (unsigned(__half_as_ushort(hi)) << 16);
+}
+
+// Two adjacent elements (even element offset) in one 4- or 8-byte load.
+template <class T>
+__device__ __forceinline__ float2 load2(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return *reinterpret_cast<const float2*>(p);
+  } else {
+    const unsigned u = *reinterpret_cast<const unsigned*>(p);
+    T lo, hi;
+    static_assert(sizeof(T) == 2);
+    memcpy(&lo, &u, 2);
+    memcpy(&hi, reinterpret_cast<const char*>(&u) + 2, 2);
+    return make_float2(to_f(lo), to_f(hi));
+  }
+}
+
+// Two adjacent outputs (even element offset) in one 4- or 8-byte store.
+template <class T>
+__device__ __forceinline__ void store2(T* p, float x, float y) {
+  if constexpr (std::is_same_v<T, float>)
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+  else
+    *reinterpret_cast<unsigned*>(p) = pack2(from_f<T>(x), from_f<T>(y));
+}
+
+// c += A(16×16)·B(16×8) with A(m, κ) = a[m·ars + κ·acs] and B(κ, n) = b[κ·brs + n·bcs] in shared
+// memory. Fragments as PTX's m16n8k16: lane (g = lane/4, q = lane%4) holds c at rows g, g+8 and
+// columns 2q, 2q+1.
+template <class T>
+__device__ __forceinline__ void mma16(float (&c)[4], const T* a, int ars, int acs, const T* b, int brs,
+                                      int bcs) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+      const float a0 = a[g * ars + k * acs], a1 = a[(g + 8) * ars + k * acs];
+      const float b0 = b[k * brs + 2 * q * bcs], b1 = b[k * brs + (2 * q + 1) * bcs];
+      c[0] = fmaf(a0, b0, c[0]);
+      c[1] = fmaf(a0, b1, c[1]);
+      c[2] = fmaf(a1, b0, c[2]);
+      c[3] = fmaf(a1, b1, c[3]);
+    }
+  } else {
+    // A pair (κ, κ+1) is one 32-bit word where κ runs along memory (stride 1; κ even, rows even).
+    const auto A = [&](int m, int k) {
+      if (acs == 1) return *reinterpret_cast<const unsigned*>(a + m * ars + k);
+      return pack2(a[m * ars + k * acs], a[m * ars + (k + 1) * acs]);
+    };
+    const auto B = [&](int k, int n) {
+      if (brs == 1) return *reinterpret_cast<const unsigned*>(b + n * bcs + k);
+      return pack2(b[k * brs + n * bcs], b[(k + 1) * brs + n * bcs]);
+    };
+    const unsigned a0 = A(g, 2 * q), a1 = A(g + 8, 2 * q), a2 = A(g, 2 * q + 8), a3 = A(g + 8, 2 * q + 8);
+    const unsigned b0 = B(2 * q, g), b1 = B(2 * q + 8, g);
+    if constexpr (std::is_same_v<T, __nv_bfloat16>)
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};\n"
+          : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};\n"
+          : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+// Index helpers over [batch, seq, heads, d].
+struct Dims {
+  int seq, heads, dk, dv, chunk, chunks;
+  __device__ std::size_t row(int bh, int t) const {  // (batch, t, head) row of a [b, s, h, ·] tensor
+    return (std::size_t(bh / heads) * seq + t) * heads + bh % heads;
+  }
+};
+
+// Rows [0, rows) × columns [0, w) of a tile whose row r starts at row_ptr(r) (16-byte aligned) into
+// dst [rows][kLd] with 16-byte cp.async; columns [w, kTile) are zero-filled. w a multiple of 16.
+template <class T, class RowPtr>
+__device__ __forceinline__ void async_tile(T* dst, RowPtr row_ptr, int rows, int w) {
+  constexpr int kVec = 16 / int(sizeof(T)), kPerRow = kTile / kVec;
+  for (int idx = threadIdx.x; idx < rows * kPerRow; idx += blockDim.x) {
+    const int r = idx / kPerRow, c = (idx % kPerRow) * kVec;
+    const T* src = row_ptr(r) + (c < w ? c : 0);
+    const unsigned dst_addr = unsigned(__cvta_generic_to_shared(dst + r * kLd + c));
+    const int bytes = c < w ? 16 : 0;  // 0: nothing read, 16 zero bytes written
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst_addr), "l"(src), "r"(bytes));
+  }
+}
+__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int Pending>
+__device__ __forceinline__ void async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+// Opts a kernel in to `bytes` of dynamic shared memory once (outside any graph capture: the first
+// call of a shape is the check's or the timing estimate's, never a captured one). The largest
+// chunk (64) sets the bound, so that smaller chunks need no second call.
+template <auto Kernel>
+void allow_smem(int bytes) {
+  static const bool done = [&] {
+    RAFTER_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace rafter::workloads::cuda::gla_dev

@@ -1,0 +1,445 @@
+// Gated linear attention kernels (gla.hpp). The chunked forward follows flash-linear-attention's
+// structure, per (sequence, head) and chunk n of C tokens with in-chunk cumulative log-gates b_t:
+//   A_tτ = Σ_i q_ti k_τi e^{b_ti − b_τi}  (τ ≤ t)                       gla_scores
+//   h_{n+1} = diag(e^{b_C})·h_n + (K ∘ e^{b_C − b})ᵀ·V,  h_0 = 0          gla_states (sequential)
+//   o_t = (q_t ∘ e^{b_t})·h_n + Σ_τ A_tτ v_τ                              gla_output
+// The products are m16n8k16 tiles (gla_device.cuh): BF16/FP16 operands on tensor cores (mma.sync,
+// FP32 accumulation); for FP32 storage the same tiles run as FMAs on CUDA cores. The scores split
+// the chunk into sub-chunks of 16 tokens as the CPU kernel does: a pair in different sub-chunks
+// factors through r, the first token of t's sub-chunk, as (q_t∘e^{b_t−b_r})·(k_τ∘e^{b_r−b_τ}) with
+// both exponents ≤ 0; pairs within one sub-chunk take e^{b_t−b_τ} term by term. The states between
+// chunks are stored (storage type) so that the output kernel runs over all chunks at once.
+// Tiles reach shared memory by 16-byte cp.async; the scores' dk slices and the states' chunks are
+// double-buffered (the next one in flight while this one is used); the cumulative gates take two
+// threads per column.
+#include <algorithm>
+
+#include "gla.hpp"
+#include "gla_device.cuh"
+
+namespace rafter::workloads::cuda {
+namespace {
+
+using namespace gla_dev;
+
+// b[t][i] = Σ_{τ≤t} g[τ][i] over the chunk's C rows and kTile columns from the raw tile graw
+// [C][kLd]: two threads per column (the chunk's halves), 128 threads. Ends with a barrier.
+template <class T>
+__device__ __forceinline__ void cumulative_gates(const T* graw, float* b, int C) {
+  const int i = threadIdx.x % kTile, half = threadIdx.x / kTile, rows = C / 2, r0 = half * rows;
+  float x[kTile / 2];  // the column's half in registers: all loads in flight, then the scan
+#pragma unroll
+  for (int t = 0; t < kTile / 2; ++t) x[t] = t < rows ? to_f(graw[(r0 + t) * kLd + i]) : 0.f;
+#pragma unroll
+  for (int t = 1; t < kTile / 2; ++t) x[t] += x[t - 1];
+#pragma unroll
+  for (int t = 0; t < kTile / 2; ++t)
+    if (t < rows) b[(r0 + t) * kLd + i] = x[t];
+  __syncthreads();
+  if (half == 1) {
+    const float base = b[(rows - 1) * kLd + i];
+    for (int t = r0; t < r0 + rows; ++t) b[t * kLd + i] += base;
+  }
+  __syncthreads();
+}
+
+// The l-th pair (row, column) of a 16×16 lower triangle, row-major.
+__device__ __forceinline__ void triangle_pair(int l, int& row, int& col) {
+  row = 0;
+  while (l > row) l -= ++row;
+  col = l;
+}
+
+// Off-diagonal score tile `tile` (8 columns) → sub-chunks I > J and its half of J's 16 columns.
+__device__ __forceinline__ void tile_blocks(int tile, int& I, int& J) {
+  I = 1;
+  J = tile / 2;
+  while (J >= I) J -= I, ++I;
+}
+
+// ---- scores: grid (chunks, batch·heads) --------------------------------------------------------
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    gla_scores(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ g,
+               float* __restrict__ A, Dims d) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int C = d.chunk, nsub = C / kSub, n = blockIdx.x, bh = blockIdx.y, t0 = n * C, te = C * kLd;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  T* raw = reinterpret_cast<T*>(smem);                // [2][q, k, g][C][kLd]
+  float* b = reinterpret_cast<float*>(raw + 6 * te);  // [C][kLd]
+  T* qd = reinterpret_cast<T*>(b + te);               // [C][kLd]: q_t ∘ e^{b_t − b_r(t)}
+  T* kd = qd + te;  // sub-chunk I ≥ 1: rows 8·I·(I−1) …, 16·I rows of k_τ ∘ e^{b_r − b_τ}
+  const int slices = (d.dk + kTile - 1) / kTile;
+  const auto stage = [&](int s) {
+    T* base = raw + (s & 1) * 3 * te;
+    const int i0 = s * kTile, w = min(kTile, d.dk - i0);
+    async_tile(
+        base, [&](int r) { return q + d.row(bh, t0 + r) * d.dk + i0; }, C, w);
+    async_tile(
+        base + te, [&](int r) { return k + d.row(bh, t0 + r) * d.dk + i0; }, C, w);
+    async_tile(
+        base + 2 * te, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, w);
+  };
+  // Off-diagonal tiles (I > J, 8 columns each): at most 12 for C = 64, three per warp.
+  const int tiles = nsub * (nsub - 1);
+  float acc[3][4] = {};
+  // Diagonal pairs (t ≥ τ in one sub-chunk): 136 per sub-chunk, at most five per thread.
+  constexpr int kPairs = kSub * (kSub + 1) / 2;
+  float dacc[5] = {};
+  stage(0);
+  async_commit();
+  for (int s = 0; s < slices; ++s) {
+    const int w = min(kTile, d.dk - s * kTile);
+    if (s + 1 < slices) stage(s + 1);
+    async_commit();
+    async_wait<1>();
+    __syncthreads();
+    const T* qr = raw + (s & 1) * 3 * te;
+    const T *kr = qr + te, *gr = kr + te;
+    cumulative_gates(gr, b, C);
+    for (int idx = threadIdx.x; idx < C * kTile; idx += blockDim.x) {
+      const int t = idx / kTile, i = idx % kTile, r = t / kSub * kSub;
+      qd[t * kLd + i] = from_f<T>(to_f(qr[t * kLd + i]) * gate_exp<T>(b[t * kLd + i] - b[r * kLd + i]));
+    }
+    for (int I = 1; I < nsub; ++I) {
+      T* kI = kd + 8 * I * (I - 1) * kLd;
+      const int r = I * kSub;
+      for (int idx = threadIdx.x; idx < r * kTile; idx += blockDim.x) {
+        const int tau = idx / kTile, i = idx % kTile;
+        kI[tau * kLd + i] =
+            from_f<T>(to_f(kr[tau * kLd + i]) * gate_exp<T>(b[r * kLd + i] - b[tau * kLd + i]));
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      const int tile = warp + 4 * j;
+      if (tile >= tiles) break;
+      int I, J;
+      tile_blocks(tile, I, J);
+      const T* a = qd + I * kSub * kLd;
+      const T* bm = kd + (8 * I * (I - 1) + J * kSub + (tile % 2) * 8) * kLd;
+      for (int kk = 0; kk < w; kk += 16) mma16(acc[j], a + kk, kLd, 1, bm + kk, 1, kLd);
+    }
+#pragma unroll
+    for (int j = 0; j < 5; ++j) {
+      const int p = threadIdx.x + j * kThreads;
+      if (p >= nsub * kPairs) break;
+      const int I = p / kPairs;
+      int tl, l;
+      triangle_pair(p % kPairs, tl, l);
+      const T *qt = qr + (I * kSub + tl) * kLd, *kt = kr + (I * kSub + l) * kLd;
+      const float *bt = b + (I * kSub + tl) * kLd, *bk = b + (I * kSub + l) * kLd;
+      float s0 = 0.f, s1 = 0.f;  // even and odd columns: pairs of loads, two chains
+#pragma unroll 4
+      for (int i = 0; i < w; i += 2) {
+        const float2 qv = load2(qt + i), kv = load2(kt + i);
+        const float2 bq = *reinterpret_cast<const float2*>(bt + i),
+                     bkv = *reinterpret_cast<const float2*>(bk + i);
+        s0 += qv.x * kv.x * gate_exp<T>(bq.x - bkv.x);
+        s1 += qv.y * kv.y * gate_exp<T>(bq.y - bkv.y);
+      }
+      dacc[j] += s0 + s1;
+    }
+    __syncthreads();  // this slice's buffers are free for slice s + 2
+  }
+  float* An = A + (std::size_t(bh) * d.chunks + n) * C * C;
+  for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x)
+    if (idx % C > idx / C) An[idx] = 0.f;
+#pragma unroll
+  for (int j = 0; j < 5; ++j) {
+    const int p = threadIdx.x + j * kThreads;
+    if (p >= nsub * kPairs) break;
+    const int I = p / kPairs;
+    int tl, l;
+    triangle_pair(p % kPairs, tl, l);
+    An[(I * kSub + tl) * C + I * kSub + l] = dacc[j];
+  }
+  const int gq = lane >> 2, qq = lane & 3;
+#pragma unroll
+  for (int j = 0; j < 3; ++j) {
+    const int tile = warp + 4 * j;
+    if (tile >= tiles) break;
+    int I, J;
+    tile_blocks(tile, I, J);
+    const int row = I * kSub + gq, col = J * kSub + (tile % 2) * 8 + 2 * qq;
+    An[row * C + col] = acc[j][0];
+    An[row * C + col + 1] = acc[j][1];
+    An[(row + 8) * C + col] = acc[j][2];
+    An[(row + 8) * C + col + 1] = acc[j][3];
+  }
+}
+
+// ---- states: grid (dv tiles, dk tiles, batch·heads), sequential over chunks --------------------
+// Warp w owns state rows [16w, 16w+16) of the block's 64×64 tile: eight 16×8 accumulators. Chunk
+// n+1's k, v, g are in flight while chunk n updates the state.
+template <class T>
+__global__ void __launch_bounds__(kThreads) gla_states(const T* __restrict__ k, const T* __restrict__ v,
+                                                       const T* __restrict__ g, T* __restrict__ h, Dims d) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int C = d.chunk, bh = blockIdx.z, j0 = blockIdx.x * kTile, i0 = blockIdx.y * kTile, te = C * kLd;
+  const int wv = min(kTile, d.dv - j0), wk = min(kTile, d.dk - i0);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, qq = lane & 3;
+  T* raw = reinterpret_cast<T*>(smem);                // [2][k, v, g][C][kLd]
+  float* b = reinterpret_cast<float*>(raw + 6 * te);  // [C][kLd]
+  T* kdT = reinterpret_cast<T*>(b + te);              // [kTile][kLd]: (k_τ ∘ e^{b_C − b_τ})ᵀ
+  const auto stage = [&](int n) {
+    T* base = raw + (n & 1) * 3 * te;
+    const int t0 = n * C;
+    async_tile(
+        base, [&](int r) { return k + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+    async_tile(
+        base + te, [&](int r) { return v + d.row(bh, t0 + r) * d.dv + j0; }, C, wv);
+    async_tile(
+        base + 2 * te, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+  };
+  float acc[8][4] = {};
+  const int r0 = warp * 16 + gq;  // this lane's state rows r0, r0 + 8 (tile-local)
+  if (d.chunks > 1) stage(0);
+  async_commit();
+  for (int n = 0; n < d.chunks; ++n) {
+    T* hn = h + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int c = nt * 8 + 2 * qq;
+      if (c >= wv) continue;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = r0 + 8 * half;
+        if (r < wk) store2(hn + std::size_t(r) * d.dv + c, acc[nt][2 * half], acc[nt][2 * half + 1]);
+      }
+    }
+    if (n + 1 == d.chunks) break;
+    if (n + 2 < d.chunks) stage(n + 1);  // the last chunk's inputs update no stored state
+    async_commit();
+    async_wait<1>();
+    __syncthreads();
+    const T* kr = raw + (n & 1) * 3 * te;
+    const T *vr = kr + te, *gr = vr + te;
+    cumulative_gates(gr, b, C);
+    const float* last = b + (C - 1) * kLd;
+    for (int idx = threadIdx.x; idx < C * kTile; idx += blockDim.x) {
+      const int i = idx / C, t = idx % C;
+      kdT[i * kLd + t] = from_f<T>(to_f(kr[t * kLd + i]) * gate_exp<T>(last[i] - b[t * kLd + i]));
+    }
+    __syncthreads();
+    const float decay0 = gate_exp<T>(last[r0]), decay1 = gate_exp<T>(last[r0 + 8]);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      acc[nt][0] *= decay0, acc[nt][1] *= decay0;
+      acc[nt][2] *= decay1, acc[nt][3] *= decay1;
+    }
+    for (int kk = 0; kk < C; kk += 16)
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+        mma16(acc[nt], kdT + warp * 16 * kLd + kk, kLd, 1, vr + kk * kLd + nt * 8, kLd, 1);
+    __syncthreads();  // this chunk's buffers and kdT are free
+  }
+}
+
+// ---- outputs: grid (dv tiles, chunks, batch·heads) ---------------------------------------------
+// Warp w owns chunk rows [16w, 16w+16) (idle past C) and the block's 64 dv columns. V and the
+// scores are fetched with the first dk slice.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    gla_output(const T* __restrict__ q, const T* __restrict__ v, const T* __restrict__ g,
+               const T* __restrict__ h, const float* __restrict__ A, T* __restrict__ o, Dims d) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int C = d.chunk, j0 = blockIdx.x * kTile, n = blockIdx.y, bh = blockIdx.z, t0 = n * C, te = C * kLd;
+  const int wv = min(kTile, d.dv - j0);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, qq = lane & 3;
+  float* b = reinterpret_cast<float*>(smem);  // [C][kLd]
+  float* As = b + te;                         // [C][kLd]: the chunk's scores
+  T* qr = reinterpret_cast<T*>(As + te);      // [C][kLd]: q, then q_t ∘ e^{b_t}, then the scores
+  T* gr = qr + te;                            // [C][kLd]
+  T* vr = gr + te;                            // [C][kLd]
+  T* hs = vr + te;                            // [kTile][kLd]: state slice
+  const bool active = warp * 16 < C;
+  float acc[8][4] = {};
+  const T* hn = h + (std::size_t(bh) * d.chunks + n) * d.dk * d.dv + j0;
+  const float* An = A + (std::size_t(bh) * d.chunks + n) * C * C;
+  async_tile(
+      As, [&](int r) { return An + r * C; }, C, C);
+  async_tile(
+      vr, [&](int r) { return v + d.row(bh, t0 + r) * d.dv + j0; }, C, wv);
+  for (int i0 = 0; i0 < d.dk; i0 += kTile) {
+    const int wk = min(kTile, d.dk - i0);
+    async_tile(
+        qr, [&](int r) { return q + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+    async_tile(
+        gr, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+    async_tile(
+        hs, [&](int r) { return hn + std::size_t(i0 + r) * d.dv; }, wk, wv);
+    async_commit();
+    async_wait<0>();
+    __syncthreads();
+    cumulative_gates(gr, b, C);
+    for (int idx = threadIdx.x; idx < C * kTile; idx += blockDim.x) {
+      const int t = idx / kTile, i = idx % kTile;
+      qr[t * kLd + i] = from_f<T>(to_f(qr[t * kLd + i]) * gate_exp<T>(b[t * kLd + i]));
+    }
+    __syncthreads();
+    if (active)
+      for (int kk = 0; kk < wk; kk += 16)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+          mma16(acc[nt], qr + warp * 16 * kLd + kk, kLd, 1, hs + kk * kLd + nt * 8, kLd, 1);
+    __syncthreads();  // q, g and the state slice are free for the next slice
+  }
+  for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x) {
+    const int t = idx / C, tau = idx % C;
+    qr[t * kLd + tau] = from_f<T>(As[t * kLd + tau]);
+  }
+  __syncthreads();
+  if (!active) return;
+  for (int kk = 0; kk <= warp * 16; kk += 16)  // causal: scores past the warp's rows are zero
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+      mma16(acc[nt], qr + warp * 16 * kLd + kk, kLd, 1, vr + kk * kLd + nt * 8, kLd, 1);
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    const int c = nt * 8 + 2 * qq;
+    if (c >= wv) continue;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      store2(o + d.row(bh, t0 + warp * 16 + gq + 8 * half) * d.dv + j0 + c, acc[nt][2 * half],
+             acc[nt][2 * half + 1]);
+    }
+  }
+}
+
+int scores_smem_bytes(int C, int elem) {
+  const int nsub = C / kSub;
+  return C * kLd * (6 * elem + 4 + elem) + 8 * nsub * (nsub - 1) * kLd * elem;
+}
+int states_smem_bytes(int C, int elem) { return C * kLd * (6 * elem + 4) + kTile * kLd * elem; }
+int output_smem_bytes(int C, int elem) { return C * kLd * (8 + 3 * elem) + kTile * kLd * elem; }
+
+template <class T>
+void chunked_fwd(const T* q, const T* k, const T* v, const T* g, T* o, void* scratch, const GlaShape& s,
+                 cudaStream_t stream) {
+  const Dims d{int(s.seq), int(s.heads), int(s.dk), int(s.dv), int(s.chunk), int(s.seq / s.chunk)};
+  const int C = d.chunk, e = int(sizeof(T));
+  const unsigned bh = unsigned(s.batch * s.heads);
+  auto* A = static_cast<float*>(scratch);
+  T* h = reinterpret_cast<T*>(A + std::size_t(bh) * d.chunks * C * C);
+  allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
+  gla_scores<T><<<dim3(unsigned(d.chunks), bh), kThreads, scores_smem_bytes(C, e), stream>>>(q, k, g, A, d);
+  RAFTER_CUDA_LAUNCH_CHECK("gla_scores");
+  const unsigned v_tiles = unsigned((s.dv + kTile - 1) / kTile),
+                 k_tiles = unsigned((s.dk + kTile - 1) / kTile);
+  allow_smem<gla_states<T>>(states_smem_bytes(64, e));
+  gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, h, d);
+  RAFTER_CUDA_LAUNCH_CHECK("gla_states");
+  allow_smem<gla_output<T>>(output_smem_bytes(64, e));
+  gla_output<T><<<dim3(v_tiles, unsigned(d.chunks), bh), kThreads, output_smem_bytes(C, e), stream>>>(
+      q, v, g, h, A, o, d);
+  RAFTER_CUDA_LAUNCH_CHECK("gla_output");
+}
+
+// ---- decode --------------------------------------------------------------------------------------
+// Block (32 dv columns, sequence·head) over all dk rows: thread (row group r, column quad c) takes
+// rows r, r + 32, … of its four columns, so a warp reads four 128-byte row segments per step and a
+// thread has its rows' loads in flight together; the state streams through once (read, decayed and
+// updated, written), o's 32 row-group partial sums meet in shared memory. One launch, no partials.
+constexpr int kDecodeQuads = 8, kDecodeRowGroups = 32;  // 256 threads
+
+template <class T>
+__global__ void __launch_bounds__(kDecodeQuads* kDecodeRowGroups)
+    gla_decode_step(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                    const T* __restrict__ g, const float* __restrict__ S, float* __restrict__ S_out,
+                    T* __restrict__ o, int dk, int dv) {
+  __shared__ float4 part[kDecodeRowGroups][kDecodeQuads];
+  const int bh = blockIdx.y, quad = threadIdx.x % kDecodeQuads, rg = threadIdx.x / kDecodeQuads;
+  const int c4 = blockIdx.x * kDecodeQuads + quad;  // this thread's column quad
+  const bool live = c4 < dv / 4;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (live) {
+    const T* vv = v + std::size_t(bh) * dv + 4 * c4;
+    const float v0 = to_f(vv[0]), v1 = to_f(vv[1]), v2 = to_f(vv[2]), v3 = to_f(vv[3]);
+#pragma unroll 8
+    for (int i = rg; i < dk; i += kDecodeRowGroups) {
+      const std::size_t ki = std::size_t(bh) * dk + i;
+      const float alpha = gate_exp<T>(to_f(g[ki])), kv = to_f(k[ki]), qv = to_f(q[ki]);
+      const std::size_t at = (ki * dv) / 4 + c4;
+      const float4 s = __ldcs(reinterpret_cast<const float4*>(S) + at);
+      const float4 u = make_float4(fmaf(alpha, s.x, kv * v0), fmaf(alpha, s.y, kv * v1),
+                                   fmaf(alpha, s.z, kv * v2), fmaf(alpha, s.w, kv * v3));
+      __stcs(reinterpret_cast<float4*>(S_out) + at, u);
+      acc.x = fmaf(qv, u.x, acc.x), acc.y = fmaf(qv, u.y, acc.y);
+      acc.z = fmaf(qv, u.z, acc.z), acc.w = fmaf(qv, u.w, acc.w);
+    }
+  }
+  part[rg][quad] = acc;
+  __syncthreads();
+  if (rg == 0 && live) {
+    float4 sum = part[0][quad];
+    for (int r = 1; r < kDecodeRowGroups; ++r) {
+      const float4 p = part[r][quad];
+      sum.x += p.x, sum.y += p.y, sum.z += p.z, sum.w += p.w;
+    }
+    T* out = o + std::size_t(bh) * dv + 4 * c4;
+    store2(out, sum.x, sum.y);
+    store2(out + 2, sum.z, sum.w);
+  }
+}
+
+template <class T>
+void decode_typed(const void* q, const void* k, const void* v, const void* g, const float* state_in, void* o,
+                  float* state_out, std::int64_t bhs, std::int64_t dk, std::int64_t dv, cudaStream_t stream) {
+  const dim3 grid(unsigned((dv / 4 + kDecodeQuads - 1) / kDecodeQuads), unsigned(bhs));
+  gla_decode_step<T><<<grid, kDecodeQuads * kDecodeRowGroups, 0, stream>>>(
+      static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), static_cast<const T*>(g),
+      state_in, state_out, static_cast<T*>(o), int(dk), int(dv));
+  RAFTER_CUDA_LAUNCH_CHECK("gla_decode_step");
+}
+
+}  // namespace
+
+bool gla_chunked_supports(const GlaShape& s) {
+  return s.dk > 0 && s.dk % 16 == 0 && s.dv > 0 && s.dv % 16 == 0 && s.chunk > 0 && s.chunk % kSub == 0 &&
+         s.chunk <= 64 && s.seq > 0 && s.seq % s.chunk == 0;
+}
+
+std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t) {
+  const std::size_t chunks = std::size_t(s.batch * s.heads * (s.seq / s.chunk));
+  const std::size_t state_elem = t == GlaType::F32 ? 4 : 2;
+  return chunks * std::size_t(s.chunk * s.chunk) * 4 + chunks * std::size_t(s.dk * s.dv) * state_elem;
+}
+
+void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
+                     void* scratch, const GlaShape& s, cudaStream_t stream) {
+  switch (t) {
+    case GlaType::BF16: {
+      using T = __nv_bfloat16;
+      return chunked_fwd<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                            static_cast<const T*>(g), static_cast<T*>(o), scratch, s, stream);
+    }
+    case GlaType::F16: {
+      using T = __half;
+      return chunked_fwd<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                            static_cast<const T*>(g), static_cast<T*>(o), scratch, s, stream);
+    }
+    default:
+      return chunked_fwd<float>(static_cast<const float*>(q), static_cast<const float*>(k),
+                                static_cast<const float*>(v), static_cast<const float*>(g),
+                                static_cast<float*>(o), scratch, s, stream);
+  }
+}
+
+bool gla_decode_supports(std::int64_t dk, std::int64_t dv) { return dk > 0 && dv > 0 && dv % 4 == 0; }
+
+void gla_decode(GlaType t, const void* q, const void* k, const void* v, const void* g, const float* state_in,
+                void* o, float* state_out, std::int64_t batch_heads, std::int64_t dk, std::int64_t dv,
+                cudaStream_t stream) {
+  switch (t) {
+    case GlaType::BF16:
+      return decode_typed<__nv_bfloat16>(q, k, v, g, state_in, o, state_out, batch_heads, dk, dv, stream);
+    case GlaType::F16:
+      return decode_typed<__half>(q, k, v, g, state_in, o, state_out, batch_heads, dk, dv, stream);
+    default:
+      return decode_typed<float>(q, k, v, g, state_in, o, state_out, batch_heads, dk, dv, stream);
+  }
+}
+
+}  // namespace rafter::workloads::cuda
