@@ -378,6 +378,26 @@ void launch_partials_tc(const bf16* q, const bf16* k, const bf16* v, DecodeOut o
       q, k, v, out, int(kv_len), int(heads), int(kv_heads), int(p.chunk), scale_log2);
 }
 
+// How many blocks of the CUDA-core kernel an SM holds (registers decide it).
+template <int D, int G>
+int cc_blocks_per_sm() {
+  static const int blocks = [] {
+    int n = 0;
+    RAFTER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_partials<D, G>, kThreads, 0));
+    return std::max(n, 1);
+  }();
+  return blocks;
+}
+template <int D>
+int cc_blocks_per_sm(int heads_per_block) {
+  switch (heads_per_block) {
+    case 8: return cc_blocks_per_sm<D, 8>();
+    case 4: return cc_blocks_per_sm<D, 4>();
+    case 2: return cc_blocks_per_sm<D, 2>();
+    default: return cc_blocks_per_sm<D, 1>();
+  }
+}
+
 template <int D, int G>
 void launch_partials(const bf16* q, const bf16* k, const bf16* v, DecodeOut out,
                      const DecodePlan& p, std::int64_t batch, std::int64_t kv_len, std::int64_t heads,
@@ -419,27 +439,25 @@ DecodePlan decode_attention_plan(std::int64_t batch, std::int64_t kv_len, std::i
       p.heads_per_block = g;
       break;
     }
-  // CUDA cores: four blocks per SM hide the HBM latency; a chunk shorter than one pass of the
-  // block's token groups would leave lanes idle. Tensor cores: a chunk holds at least one tile per
-  // warp, and the splits fill the SMs' resident slots (two blocks an SM at head dim 128: their rings
-  // take 96 KiB) in whole waves. These blocks are equally long and memory-bound, so a last wave a
-  // third full would cost nearly a whole wave's time (measured: 9 splits, 4.4 waves, 83 % of the
-  // read roof at batch 16, KV 4096 on an H100).
+  // A chunk shorter than one pass of the block's token groups (CUDA cores) or than one tile per
+  // warp (tensor cores) would leave lanes idle. The splits fill the SMs' resident slots in whole
+  // waves: these blocks are equally long and memory-bound, so a last wave a third full costs nearly
+  // a whole wave's time (measured on an H100, 70B at batch 16, KV 4096: 9 splits, 4.4 waves, 83 % of
+  // the read roof; 2 splits, 0.97 of a wave, 90.5 %). Two tensor-core blocks fit an SM at head dim
+  // 128 (their rings take 96 KiB); the CUDA-core kernel's registers decide its count.
   const std::int64_t min_chunk =
       p.tensor_cores ? std::int64_t(kTile) * kTcWarps : std::int64_t(kThreads / (head_dim / 8)) * kUnroll;
   const std::int64_t blocks = batch * (p.tensor_cores ? kv_heads : heads / p.heads_per_block);
   const std::int64_t most = std::max<std::int64_t>(1, kv_len / min_chunk);
-  if (p.tensor_cores) {
-    const std::int64_t slots = std::int64_t(head_dim == 64 ? tc_blocks_per_sm<64>() : tc_blocks_per_sm<128>()) * sms;
-    double best = -1;
-    for (std::int64_t s = 1; s <= most; ++s) {
-      const double waves = double(blocks * s) / double(slots), fill = waves / std::ceil(waves);
-      if (fill > best + 1e-9) best = fill, p.splits = s;
-      if (blocks * s >= 4 * slots) break;
-    }
-  } else {
-    const std::int64_t want = (4 * std::int64_t(sms) + blocks - 1) / blocks;
-    p.splits = std::clamp<std::int64_t>(want, 1, most);
+  const int per_sm = p.tensor_cores ? (head_dim == 64 ? tc_blocks_per_sm<64>() : tc_blocks_per_sm<128>())
+                                    : (head_dim == 64 ? cc_blocks_per_sm<64>(p.heads_per_block)
+                                                      : cc_blocks_per_sm<128>(p.heads_per_block));
+  const std::int64_t slots = std::int64_t(per_sm) * sms;
+  double best = -1;
+  for (std::int64_t s = 1; s <= most; ++s) {
+    const double waves = double(blocks * s) / double(slots), fill = waves / std::ceil(waves);
+    if (fill > best + 1e-9) best = fill, p.splits = s;
+    if (blocks * s >= 4 * slots) break;
   }
   p.chunk = (kv_len + p.splits - 1) / p.splits;
   p.splits = (kv_len + p.chunk - 1) / p.chunk;  // no empty chunk
