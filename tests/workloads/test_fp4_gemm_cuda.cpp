@@ -1,7 +1,8 @@
 // The FP4 GEMM kernels (workloads/cuda/kernels_fp4_gemm.cu) against the FP64 product of
 // quant_math's quantize_dequantize values, at shapes the catalogue check (capped at m=64, n=64,
 // k=256) does not reach: several K splits, a partial row group, padded token tiles, batches, and a
-// second call on the same workspace; and the backend's records for every pass and precision.
+// second call on the same workspace; and the backends' records for every pass and precision (the
+// native cuBLASLt path on sm_100+, the emulated one on sm_90).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -120,26 +121,80 @@ TEST(Fp4GemmCuda, DecodeKernelAndDequantizerMatchTheDefinition) {
       check_decode_gemm(p, s);
 }
 
-TEST(Fp4GemmCuda, EveryPassAndPathIsCheckedAndLabelledEmulated) {
+namespace {
+
+int device_major() {
+  int dev = 0, major = 0;
+  EXPECT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  EXPECT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  return major;
+}
+
+Backend* backend_named(const std::string& name) {
+  for (Backend* b : BackendRegistry::instance().all())
+    if (b->name() == name) return b;
+  return nullptr;
+}
+
+OpInstance fp4_gemm(const char* precision, const char* phase, std::int64_t m) {
+  OpInstance i;
+  i.op = "gemm", i.phase = phase, i.precision = precision;
+  i.shape = {{"m", m}, {"n", 192}, {"k", 512}, {"batch", 1}};
+  return i;
+}
+
+}  // namespace
+
+// The backend profile_instance picks: the native one on sm_100+ (NVFP4 at least; MXFP4 where
+// cuBLASLt offers it), the emulated one on sm_90. Either way the record says which path ran.
+TEST(Fp4GemmCuda, EveryPassAndPathIsCheckedAndLabelled) {
   if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  const int major = device_major();
   ExecContext ctx;
   ctx.device = "cuda:0";
   ctx.policy = rafter::RepeatPolicy::quick();
   for (const char* p : {"nvfp4", "mxfp4"})
     for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
       for (std::int64_t m : {16, 256}) {
-        OpInstance i;
-        i.op = "gemm", i.phase = phase, i.precision = p;
-        i.shape = {{"m", m}, {"n", 192}, {"k", 512}, {"batch", 1}};
+        const OpInstance i = fp4_gemm(p, phase, m);
         SCOPED_TRACE(std::string(p) + " " + phase + " m=" + std::to_string(m));
         const rafter::OperatorRecord r = profile_instance(i, ctx, {});
-        EXPECT_EQ(r.backend, "cuda.fp4_emulated");
+        const bool mxfp4_on_blackwell = major >= 10 && std::string(p) == "mxfp4";  // either
+        EXPECT_TRUE(r.backend == (major >= 10 ? "cuda.fp4_native" : "cuda.fp4_emulated") ||
+                    (mxfp4_on_blackwell && r.backend == "cuda.fp4_emulated"))
+            << r.backend;
         EXPECT_EQ(r.status, rafter::RecordStatus::Ok) << r.note;
         EXPECT_TRUE(r.check.passed);
         EXPECT_LT(r.check.error, 1e-2);  // the reference multiplies the quantized values: BF16 output rounding only
-        EXPECT_EQ(r.emulated_via, "bf16");
-        EXPECT_NE(r.details.value("path", "").find(m <= 64 ? "fused decode" : "cuBLASLt"), std::string::npos);
+        const std::string path = r.details.value("path", "");
+        if (r.backend == "cuda.fp4_native") {
+          EXPECT_EQ(r.emulated_via, "");
+          EXPECT_NE(path.find("native FP4"), std::string::npos);
+        } else {
+          EXPECT_EQ(r.emulated_via, "bf16");
+          EXPECT_NE(path.find(m <= 64 ? "fused decode" : "cuBLASLt"), std::string::npos);
+        }
       }
+}
+
+// On Blackwell the native backend outranks the emulated one: the emulated kernels stay checked
+// through their backend directly. On sm_90 the native one declines every instance.
+TEST(Fp4GemmCuda, EmulatedBackendDirectlyAndNativeOnlyFromSm100) {
+  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  Backend* emulated = backend_named("cuda.fp4_emulated");
+  Backend* native = backend_named("cuda.fp4_native");
+  ASSERT_NE(emulated, nullptr);
+  ASSERT_NE(native, nullptr);
+  ExecContext ctx;
+  ctx.device = "cuda:0";
+  ctx.policy = rafter::RepeatPolicy::quick();
+  const OpInstance i = fp4_gemm("nvfp4", "fwd", 256);
+  EXPECT_EQ(native->supports(i), device_major() >= 10);
+  rafter::OperatorRecord r;
+  emulated->execute(i, ctx, r);
+  EXPECT_EQ(r.status, rafter::RecordStatus::Ok) << r.note;
+  EXPECT_TRUE(r.check.passed);
+  EXPECT_EQ(r.emulated_via, "bf16");
 }
 
 #else

@@ -52,7 +52,18 @@ TEST(GemmSpecCuda, TypesPerPrecision) {
   EXPECT_EQ(gemm_types(s).c, "f32");
   s.precision = "fp8_e5m2";  // cuBLASLt has no E5M2×E5M2
   EXPECT_THROW(gemm_types(s), rafter::InputError);
-  s.precision = "nvfp4";
+  s.precision = "nvfp4";  // block-scaled E2M1 (cuBLASLt on sm_100+): E4M3 per 16
+  t = gemm_types(s);
+  EXPECT_EQ(t.a, "e2m1");
+  EXPECT_EQ(t.b, "e2m1");
+  EXPECT_EQ(t.c, "f32");
+  EXPECT_EQ(t.block_scale, "vec16_ue4m3");
+  EXPECT_FALSE(t.scaled);
+  s.precision = "mxfp4";
+  EXPECT_EQ(gemm_types(s).block_scale, "vec32_ue8m0");
+  s.precision = "bf16";
+  EXPECT_EQ(gemm_types(s).block_scale, "");
+  s.precision = "int4";
   EXPECT_THROW(gemm_types(s), rafter::InputError);
 }
 
@@ -68,6 +79,14 @@ TEST(GemmSpecCuda, ShapeRules) {
   EXPECT_EQ(gemm_shape_problem(tn), "");
   EXPECT_FALSE(note.empty());
   EXPECT_EQ(tn.m * tn.n * tn.k, nn.m * nn.n * nn.k);
+  // Block-scaled FP4: TN (every FP4 copy is K-contiguous), k a multiple of 32, m and n of 16.
+  GemmSpec fp4 = linear_pass_spec("fwd", 16, 4096, 11008, "nvfp4");
+  EXPECT_EQ(gemm_shape_problem(fp4), "");
+  fp4.k = 4112;  // a multiple of 16 (whole NVFP4 blocks), not of 32
+  EXPECT_NE(gemm_shape_problem(fp4), "");
+  fp4 = linear_pass_spec("fwd", 8, 4096, 4096, "mxfp4");  // m = 8 tokens
+  EXPECT_NE(gemm_shape_problem(fp4), "");
+  EXPECT_NE(gemm_shape_problem(linear_pass_spec("bwd_input", 64, 64, 64, "nvfp4")), "");
   GemmSpec i8 = linear_pass_spec("fwd", 8192, 8192, 8192, "int8");
   EXPECT_EQ(gemm_shape_problem(i8), "");
   i8.m = 30;

@@ -36,10 +36,15 @@ cublasComputeType_t compute_type(const std::string& c) {
   return CUBLAS_COMPUTE_32F;
 }
 
-cublasLtMatrixLayout_t make_layout(DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                                   std::int64_t batch, std::int64_t stride) {
+// A gemm_types name → cuBLASLt's type; "e2m1" (packed FP4, two a byte) has no DType.
+cudaDataType_t lt_type(const std::string& name) {
+  return name == "e2m1" ? CUDA_R_4F_E2M1 : cuda_type(dtype_from_name(name));
+}
+
+cublasLtMatrixLayout_t make_layout(const std::string& type, std::int64_t rows, std::int64_t cols,
+                                   std::int64_t ld, std::int64_t batch, std::int64_t stride) {
   cublasLtMatrixLayout_t l = nullptr;
-  LT_CHECK(cublasLtMatrixLayoutCreate(&l, cuda_type(t), rows, cols, ld));
+  LT_CHECK(cublasLtMatrixLayoutCreate(&l, lt_type(type), rows, cols, ld));
   if (batch > 1) {
     int b = static_cast<int>(batch);
     LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
@@ -100,11 +105,11 @@ LtGemm::LtGemm(const GemmSpec& spec) : spec_(spec), types_(gemm_types(spec)) {
   std::int64_t ldb = s.ldb ? s.ldb : (s.trans_b ? s.k : s.n);
   std::int64_t lda = s.lda ? s.lda : (s.trans_a ? s.m : s.k);
   std::int64_t ldc = s.ldc ? s.ldc : s.n;
-  a_layout_ = s.trans_b ? make_layout(dtype_from_name(types_.b), s.k, s.n, ldb, s.batch, sb)
-                        : make_layout(dtype_from_name(types_.b), s.n, s.k, ldb, s.batch, sb);
-  b_layout_ = s.trans_a ? make_layout(dtype_from_name(types_.a), s.m, s.k, lda, s.batch, sa)
-                        : make_layout(dtype_from_name(types_.a), s.k, s.m, lda, s.batch, sa);
-  c_layout_ = make_layout(dtype_from_name(types_.c), s.n, s.m, ldc, s.batch, sc);
+  a_layout_ = s.trans_b ? make_layout(types_.b, s.k, s.n, ldb, s.batch, sb)
+                        : make_layout(types_.b, s.n, s.k, ldb, s.batch, sb);
+  b_layout_ = s.trans_a ? make_layout(types_.a, s.m, s.k, lda, s.batch, sa)
+                        : make_layout(types_.a, s.k, s.m, lda, s.batch, sa);
+  c_layout_ = make_layout(types_.c, s.n, s.m, ldc, s.batch, sc);
   cudaDataType_t scale_type = types_.compute == "64F" ? CUDA_R_64F
                               : types_.compute == "32I" ? CUDA_R_32I : CUDA_R_32F;
   LT_CHECK(cublasLtMatmulDescCreate(&desc_, compute_type(types_.compute), scale_type));
@@ -113,6 +118,12 @@ LtGemm::LtGemm(const GemmSpec& spec) : spec_(spec), types_(gemm_types(spec)) {
   if (types_.scaled) {
     std::int8_t fast = s.fast_accum ? 1 : 0;
     LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+  }
+  if (!types_.block_scale.empty()) {
+    const std::int32_t mode = types_.block_scale == "vec16_ue4m3" ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3
+                                                                  : CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+    LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode));
+    LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
   }
   workspace_ = DeviceBuffer(kGemmWorkspaceBytes);
 }
@@ -133,6 +144,18 @@ void LtGemm::bind(const void* a, const void* b, void* c, const float* scale_a, c
     LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_a,
                                             sizeof scale_a));
   }
+}
+
+void LtGemm::bind_block_scaled(const void* a, const void* b, void* c, const void* scales_a,
+                               const void* scales_b) {
+  if (types_.block_scale.empty()) throw InputError("bind_block_scaled on a GEMM without block scales");
+  if (!scales_a || !scales_b) throw InputError("block-scaled GEMM needs the block scales of both operands");
+  a_ = a, b_ = b, c_ = c;
+  // cuBLAS's A is our B (and vice versa), as in bind().
+  LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scales_b,
+                                          sizeof scales_b));
+  LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scales_a,
+                                          sizeof scales_a));
 }
 
 void LtGemm::set_alpha(double alpha) {

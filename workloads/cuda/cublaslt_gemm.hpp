@@ -35,6 +35,9 @@ class LtGemm {
   // floats, dequantization factors: real = stored × scale); null scales for other precisions.
   void bind(const void* a, const void* b, void* c, const float* scale_a = nullptr,
             const float* scale_b = nullptr);
+  // Block-scaled FP4 (types().block_scale set): E2M1 operands and their block scales (device
+  // bytes, E4M3 or E8M0, in cuBLASLt's tiled layout: workloads/src/block_scale_layout.hpp).
+  void bind_block_scaled(const void* a, const void* b, void* c, const void* scales_a, const void* scales_b);
   // Asks the heuristic for up to `max_candidates`; with `time_all`, adds variants of its first
   // results (other cluster shapes; split-K for small M), times each (cold L2, a few launches),
   // then re-times the three fastest and the heuristic's first with `refine` (seconds of

@@ -19,6 +19,7 @@ std::string lookup(const std::pair<int, const char*> (&table)[N], int id) {
 }
 
 bool is_fp8(std::string_view p) { return p.starts_with("fp8"); }
+bool is_fp4(std::string_view p) { return p == "nvfp4" || p == "mxfp4"; }
 }  // namespace
 
 std::string tile_name(int tile_id) { return lookup(kTileNames, tile_id); }
@@ -45,20 +46,22 @@ GemmSpec linear_pass_spec(std::string_view pass, std::int64_t tokens, std::int64
 
 GemmTypes gemm_types(const GemmSpec& spec) {
   const std::string& p = spec.precision;
-  auto same = [](const char* t, const char* c) { return GemmTypes{t, t, t, c, false}; };
+  auto same = [](const char* t, const char* c) { return GemmTypes{t, t, t, c, false, ""}; };
   if (p == "fp64") return same("f64", "64F");
   if (p == "fp32") return same("f32", "32F");
   if (p == "tf32") return same("f32", "32F_FAST_TF32");
   if (p == "bf16") return same("bf16", "32F");
   if (p == "fp16") return same("f16", "32F");
-  if (p == "int8") return GemmTypes{"i8", "i8", "i32", "32I", false};
+  if (p == "int8") return GemmTypes{"i8", "i8", "i32", "32I", false, ""};
   const char* out = spec.out_fp32 ? "f32" : "bf16";
-  if (p == "fp8_e4m3") return GemmTypes{"e4m3", "e4m3", out, "32F", true};
-  if (p == "fp8_e4m3_e5m2") return GemmTypes{"e4m3", "e5m2", out, "32F", true};
-  if (p == "fp8_e5m2_e4m3") return GemmTypes{"e5m2", "e4m3", out, "32F", true};
+  if (p == "fp8_e4m3") return GemmTypes{"e4m3", "e4m3", out, "32F", true, ""};
+  if (p == "fp8_e4m3_e5m2") return GemmTypes{"e4m3", "e5m2", out, "32F", true, ""};
+  if (p == "fp8_e5m2_e4m3") return GemmTypes{"e5m2", "e4m3", out, "32F", true, ""};
   if (p == "fp8_e5m2")
     throw InputError("cuBLASLt has no E5M2×E5M2 GEMM (use fp8_e4m3_e5m2 or fp8_e5m2_e4m3)");
-  throw InputError("precision '" + p + "' has no cuBLASLt GEMM here (nvfp4/mxfp4 come in a later issue)");
+  if (is_fp4(p))
+    return GemmTypes{"e2m1", "e2m1", out, "32F", false, p == "nvfp4" ? "vec16_ue4m3" : "vec32_ue8m0"};
+  throw InputError("precision '" + p + "' has no cuBLASLt GEMM");
 }
 
 std::string gemm_shape_problem(const GemmSpec& s) {
@@ -71,6 +74,11 @@ std::string gemm_shape_problem(const GemmSpec& s) {
   if (s.precision == "int8") {
     if (!tn) return "INT8 GEMMs need the TN layout (store the operands pre-transposed)";
     if (s.k % 4 || s.m % 4 || s.n % 4) return "INT8 GEMMs need m, n and k multiples of 4";
+  }
+  if (is_fp4(s.precision)) {
+    if (!tn) return "block-scaled FP4 GEMMs need the TN layout (K-contiguous copies of both operands)";
+    if (s.k % 32 || s.m % 16 || s.n % 16)
+      return "block-scaled FP4 GEMMs need k a multiple of 32, m and n of 16";
   }
   return "";
 }

@@ -38,13 +38,18 @@ struct GemmTypes {
   std::string a, b, c;     // "bf16", "f16", "f32", "f64", "e4m3", "e5m2", "i8", "i32"
   std::string compute;     // "32F", "32F_FAST_TF32", "64F", "32I"
   bool scaled = false;     // per-tensor scales (FP8)
+  // Block scales (FP4, "e2m1" operands; cuBLASLt runs them on sm_100+ only): "vec16_ue4m3" (NVFP4,
+  // an E4M3 scale per 16 along K) or "vec32_ue8m0" (MXFP4); "" otherwise.
+  std::string block_scale;
 };
-// Throws InputError for a precision cuBLASLt cannot run here (nvfp4, mxfp4: later issue).
+// Throws InputError for a precision cuBLASLt has no GEMM for.
 GemmTypes gemm_types(const GemmSpec& spec);
 
 // cuBLASLt's rules on sm_90 as documented: FP8 needs the TN layout in cuBLAS's column-major terms
 // (here: B transposed, A not) and k, lda, ldb multiples of 16; E5M2×E5M2 does not exist; INT8 needs
-// TN and dimensions multiple of 4. Returns "" when fine, else the one-line reason.
+// TN and dimensions multiple of 4; block-scaled FP4 (sm_100+) needs TN, k a multiple of 32 (rows of
+// 16 bytes) and, as rafter asks conservatively, m and n multiples of 16. Returns "" when fine, else
+// the one-line reason.
 std::string gemm_shape_problem(const GemmSpec& spec);
 // For FP8/INT8 passes whose natural layout is not TN, the operands are stored pre-transposed
 // (as Transformer Engine does); returns the TN spec computing the same product and says so.
