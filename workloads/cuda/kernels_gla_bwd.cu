@@ -3,7 +3,8 @@
 // head) and chunk n with in-chunk cumulative log-gates b_t (b_C the chunk's last), h_n the state
 // entering chunk n and dS_n the gradient of the state leaving it:
 //   gla_scores, gla_states (the forward's, kernels_gla.cu)   A_tτ, h_n
-//   gla_bwd_dstates (sequential backward, FP32 registers):   dS_{n−1} = diag(e^{b_C})·dS_n + (Q∘e^{b})ᵀ·dO
+//   gla_bwd_dstates (sequential backward, FP32 registers; on a second stream beside the two above):
+//                                                            dS_{n−1} = diag(e^{b_C})·dS_n + (Q∘e^{b})ᵀ·dO
 //   gla_bwd_dqk (grid dk tiles × chunks):  dA = dO·Vᵀ,
 //     dq_t = e^{b_t}∘(do_t·h_nᵀ) + Σ_{τ≤t} dA_tτ·k_τ∘e^{b_t−b_τ}
 //     dk_τ = e^{b_C−b_τ}∘(v_τ·dS_nᵀ) + Σ_{t≥τ} dA_tτ·q_t∘e^{b_t−b_τ}
@@ -12,8 +13,8 @@
 //   gla_bwd_dg_scan, gla_bwd_dg:           dg_t = Σ_{τ≥t} p_τ (the chunks' suffixes, then one add)
 // The dk×dv products are m16n8k16 tiles (mma.sync for BF16/FP16, FMAs for FP32; gla_device.cuh).
 // The gate-decayed intra-chunk sums of dq and dk run on CUDA cores term by term (every exponent
-// ≤ 0, as in the forward's diagonal blocks): the plain first version, with synchronous waits on
-// 16-byte cp.async staging and no double buffering.
+// ≤ 0, as in the forward's diagonal blocks). Staging by 16-byte cp.async; only the state gradients'
+// walk double-buffers (the dq/dk and dv kernels wait for each slice).
 #include <algorithm>
 
 #include "gla.hpp"
@@ -34,6 +35,7 @@ __device__ __forceinline__ void zero_rows(T* tile, int rows) {
 
 // ---- state gradients: grid (dv tiles, dk tiles, batch·heads), sequential backward over chunks ----
 // Warp w owns rows [16w, 16w+16) of the block's 64×64 tile of dS; dS_n stored for every chunk.
+// Chunk n−1's q, g, dO are in flight while chunk n updates the gradient (as the forward's states).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     gla_bwd_dstates(const T* __restrict__ q, const T* __restrict__ g, const T* __restrict__ dO,
@@ -42,13 +44,23 @@ __global__ void __launch_bounds__(kThreads)
   const int C = d.chunk, bh = blockIdx.z, j0 = blockIdx.x * kTile, i0 = blockIdx.y * kTile, te = C * kLd;
   const int wv = min(kTile, d.dv - j0), wk = min(kTile, d.dk - i0);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, qq = lane & 3;
-  float* b = reinterpret_cast<float*>(smem);  // [C][kLd]
-  T* qr = reinterpret_cast<T*>(b + te);       // [C][kLd]
-  T* gr = qr + te;                            // [C][kLd]
-  T* dor = gr + te;                           // [C][kLd]
-  T* qdT = dor + te;                          // [kTile][kLd]: (q_t ∘ e^{b_t})ᵀ
+  T* raw = reinterpret_cast<T*>(smem);                // [2][q, g, dO][C][kLd]
+  float* b = reinterpret_cast<float*>(raw + 6 * te);  // [C][kLd]
+  T* qdT = reinterpret_cast<T*>(b + te);              // [kTile][kLd]: (q_t ∘ e^{b_t})ᵀ
+  const auto stage = [&](int n) {
+    T* base = raw + (n & 1) * 3 * te;
+    const int t0 = n * C;
+    async_tile(
+        base, [&](int r) { return q + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+    async_tile(
+        base + te, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+    async_tile(
+        base + 2 * te, [&](int r) { return dO + d.row(bh, t0 + r) * d.dv + j0; }, C, wv);
+  };
   float acc[8][4] = {};
   const int r0 = warp * 16 + gq;
+  if (d.chunks > 1) stage(d.chunks - 1);
+  async_commit();
   for (int n = d.chunks - 1; n >= 0; --n) {
     T* dSn = dS + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
 #pragma unroll
@@ -62,17 +74,12 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if (n == 0) break;
-    const int t0 = n * C;
-    __syncthreads();  // the previous chunk's operands are read
-    async_tile(
-        qr, [&](int r) { return q + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
-    async_tile(
-        gr, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
-    async_tile(
-        dor, [&](int r) { return dO + d.row(bh, t0 + r) * d.dv + j0; }, C, wv);
+    if (n - 1 >= 1) stage(n - 1);  // chunk 0's inputs update no stored gradient
     async_commit();
-    async_wait<0>();
+    async_wait<1>();
     __syncthreads();
+    const T* qr = raw + (n & 1) * 3 * te;
+    const T *gr = qr + te, *dor = gr + te;
     cumulative_gates(gr, b, C);
     for (int idx = threadIdx.x; idx < C * kTile; idx += blockDim.x) {
       const int i = idx / C, t = idx % C;
@@ -90,6 +97,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
         mma16(acc[nt], qdT + warp * 16 * kLd + kk, kLd, 1, dor + kk * kLd + nt * 8, kLd, 1);
+    __syncthreads();  // this chunk's buffers and qdT are free
   }
 }
 
@@ -327,7 +335,7 @@ __global__ void gla_bwd_dg(const float* __restrict__ psum, const float* __restri
   dg[d.row(bh, t) * d.dk + i] = from_f<T>(x);
 }
 
-int dstates_smem_bytes(int C, int elem) { return C * kLd * (4 + 3 * elem) + kTile * kLd * elem; }
+int dstates_smem_bytes(int C, int elem) { return C * kLd * (4 + 6 * elem) + kTile * kLd * elem; }
 int dqk_smem_bytes(int C, int elem) {
   return std::max((2 * C + 2 * kTile) * kLd * elem, C * kLd * (3 * elem + 12));
 }
@@ -352,9 +360,29 @@ BwdScratch carve(void* scratch, const GlaShape& s, GlaType t) {
   return r;
 }
 
+// A second stream for the state gradients, which need nothing from the forward's launches: the two
+// sequential walks over the chunks (a block per 64×64 state tile, under one wave at batch 1) run
+// side by side. Created on the first call, which is never a captured one; fork and join are
+// events, so that a graph capture of the stream takes the side stream in.
+struct SideStream {
+  cudaStream_t stream;
+  cudaEvent_t fork, join;
+};
+const SideStream& side_stream() {
+  static const SideStream side = [] {
+    SideStream s{};
+    RAFTER_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    RAFTER_CUDA_CHECK(cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming));
+    RAFTER_CUDA_CHECK(cudaEventCreateWithFlags(&s.join, cudaEventDisableTiming));
+    return s;
+  }();
+  return side;
+}
+
 template <class T>
-void chunked_bwd(const T* q, const T* k, const T* v, const T* g, const T* dO, T* dq, T* dk, T* dv, T* dg,
-                 const BwdScratch& w, const GlaShape& s, cudaStream_t stream) {
+void chunked_bwd(GlaType type, const T* q, const T* k, const T* v, const T* g, const T* dO, T* dq, T* dk, T* dv,
+                 T* dg, void* scratch, const GlaShape& s, cudaStream_t stream) {
+  const BwdScratch w = carve(scratch, s, type);
   const Dims d{int(s.seq), int(s.heads), int(s.dk), int(s.dv), int(s.chunk), int(s.seq / s.chunk)};
   const int C = d.chunk, e = int(sizeof(T));
   const unsigned bh = unsigned(s.batch * s.heads);
@@ -362,10 +390,16 @@ void chunked_bwd(const T* q, const T* k, const T* v, const T* g, const T* dO, T*
                  k_tiles = unsigned((s.dk + kTile - 1) / kTile);
   const T* h = static_cast<const T*>(w.h);
   T* dS = static_cast<T*>(w.dS);
+  const SideStream& side = side_stream();
   allow_smem<gla_bwd_dstates<T>>(dstates_smem_bytes(64, e));
+  RAFTER_CUDA_CHECK(cudaEventRecord(side.fork, stream));
+  RAFTER_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
   gla_bwd_dstates<T>
-      <<<dim3(v_tiles, k_tiles, bh), kThreads, dstates_smem_bytes(C, e), stream>>>(q, g, dO, dS, d);
+      <<<dim3(v_tiles, k_tiles, bh), kThreads, dstates_smem_bytes(C, e), side.stream>>>(q, g, dO, dS, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_bwd_dstates");
+  RAFTER_CUDA_CHECK(cudaEventRecord(side.join, side.stream));
+  gla_chunked_scores_states(type, q, k, v, g, scratch, s, stream);
+  RAFTER_CUDA_CHECK(cudaStreamWaitEvent(stream, side.join, 0));
   allow_smem<gla_bwd_dqk<T>>(dqk_smem_bytes(64, e));
   gla_bwd_dqk<T><<<dim3(k_tiles, unsigned(d.chunks), bh), kThreads, dqk_smem_bytes(C, e), stream>>>(
       q, k, v, g, dO, h, dS, dq, dk, w.psum, w.ptot, d);
@@ -394,13 +428,11 @@ std::size_t gla_chunked_bwd_scratch_bytes(const GlaShape& s, GlaType t) {
 void gla_chunked_bwd(GlaType t, const void* q, const void* k, const void* v, const void* g, const void* dO,
                      void* dq, void* dk, void* dv, void* dg, void* scratch, const GlaShape& s,
                      cudaStream_t stream) {
-  gla_chunked_scores_states(t, q, k, v, g, scratch, s, stream);
-  const BwdScratch w = carve(scratch, s, t);
   const auto run = [&](auto tag) {
     using T = decltype(tag);
-    chunked_bwd<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+    chunked_bwd<T>(t, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
                    static_cast<const T*>(g), static_cast<const T*>(dO), static_cast<T*>(dq), static_cast<T*>(dk),
-                   static_cast<T*>(dv), static_cast<T*>(dg), w, s, stream);
+                   static_cast<T*>(dv), static_cast<T*>(dg), scratch, s, stream);
   };
   switch (t) {
     case GlaType::BF16:
