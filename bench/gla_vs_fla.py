@@ -4,11 +4,12 @@
 
   python3 bench/gla_vs_fla.py --rafter BIN --out gla.json
 
-Rows at GLA-1.3B's head shape (4 heads, dk 256, dv 512, chunk 64), BF16: gla_chunked forward at batch
-BATCHES x sequence SEQS, and the gla_decode step at batch DECODE_BATCHES. rafter: `rafter profile --op`
+Rows at GLA-1.3B's head shape (4 heads, dk 256, dv 512, chunk 64), BF16: gla_chunked forward and
+backward at batch BATCHES x sequence SEQS, and the gla_decode step at batch DECODE_BATCHES. rafter: `rafter profile --op`
 (checked against its FP64 reference at the catalogue's check shape, then timed: cold L2, the median).
 fla: fla.ops.gla.chunk_gla and fused_recurrent_gla (one token, FP32 state in and out) with scale 1, which
-is rafter's operator (o_t = q_t S_t), timed by rafter's method (gpu_operators_vs_pytorch.torch_timer;
+is rafter's operator (o_t = q_t S_t); fla's backward is torch.autograd.grad through chunk_gla (its Triton
+backward kernels: dq, dk, dv, dg from q, k, v, g, dO; the forward's graph kept), timed by rafter's method (gpu_operators_vs_pytorch.torch_timer;
 eager events around each launch where a graph cannot be captured). Before timing, fla's outputs are
 checked against an FP32 torch recurrence (relative L2 error), so that both columns compute the same thing.
 """
@@ -32,9 +33,10 @@ def rows():
     out = []
     for b in BATCHES:
         for s in SEQS:
-            out.append({"kind": "fwd", "op": "gla_chunked", "phase": "fwd", "precision": "bf16",
-                        "shape": {"batch": b, "seq": s, "heads": HEADS, "head_dim_k": DK, "head_dim_v": DV,
-                                  "chunk": CHUNK}})
+            for phase in ("fwd", "bwd"):
+                out.append({"kind": phase, "op": "gla_chunked", "phase": phase, "precision": "bf16",
+                            "shape": {"batch": b, "seq": s, "heads": HEADS, "head_dim_k": DK, "head_dim_v": DV,
+                                      "chunk": CHUNK}})
     for b in DECODE_BATCHES:
         out.append({"kind": "decode", "op": "gla_decode", "phase": "fwd", "precision": "bf16",
                     "shape": {"batch": b, "heads": HEADS, "head_dim_k": DK, "head_dim_v": DV}})
@@ -45,6 +47,8 @@ def compulsory_bytes(row):
     sh = row["shape"]
     if row["kind"] == "decode":
         return sh["batch"] * HEADS * (2 * (3 * DK + 2 * DV) + 8 * DK * DV)
+    if row["kind"] == "bwd":  # reads q, k, v, g, dO; writes dq, dk, dv, dg
+        return 2 * sh["batch"] * sh["seq"] * HEADS * (6 * DK + 3 * DV)
     return 2 * sh["batch"] * sh["seq"] * HEADS * (3 * DK + 2 * DV)
 
 
@@ -84,8 +88,16 @@ def fla_checks(torch, chunk_gla, fused_recurrent_gla):
     s0 = torch.rand(8, HEADS, DK, DV, device="cuda") * 2 - 1
     o1, s1 = fused_recurrent_gla(q1, k1, v1, gk=g1, scale=1.0, initial_state=s0, output_final_state=True)
     ref1, rs1 = recurrence(torch, q1, k1, v1, g1, s0)
-    return {"chunk_gla_rel_l2": fwd_err, "fused_recurrent_o_rel_l2": rel(torch, o1, ref1),
-            "fused_recurrent_state_rel_l2": rel(torch, s1, rs1)}
+    out = {"chunk_gla_rel_l2": fwd_err, "fused_recurrent_o_rel_l2": rel(torch, o1, ref1),
+           "fused_recurrent_state_rel_l2": rel(torch, s1, rs1)}
+    # The backward: fla's gradients beside autograd through the FP32 recurrence (short: 64 steps).
+    q, k, v, gk = (x[:, :64].detach().requires_grad_() for x in inputs(torch, 2, 64))
+    do = torch.rand(2, 64, HEADS, DV, device="cuda", dtype=q.dtype) * 2 - 1
+    grads = torch.autograd.grad(chunk_gla(q, k, v, gk, scale=1.0)[0], (q, k, v, gk), do)
+    ref_grads = torch.autograd.grad(recurrence(torch, q, k, v, gk)[0], (q, k, v, gk), do.float())
+    for name, a, b in zip(("dq", "dk", "dv", "dg"), grads, ref_grads):
+        out[f"chunk_gla_{name}_rel_l2"] = rel(torch, a, b)
+    return out
 
 
 def eager_time(torch, fn, reps=30):
@@ -124,6 +136,13 @@ def run_fla(rs, results):
 
             def fn(q=q, k=k, v=v, gk=gk):
                 chunk_gla(q, k, v, gk, scale=1.0)
+        elif row["kind"] == "bwd":
+            q, k, v, gk = (x.requires_grad_() for x in inputs(torch, sh["batch"], sh["seq"]))
+            do = torch.rand(sh["batch"], sh["seq"], HEADS, DV, device="cuda", dtype=q.dtype) * 2 - 1
+            o = chunk_gla(q, k, v, gk, scale=1.0)[0]
+
+            def fn(o=o, q=q, k=k, v=v, gk=gk, do=do):
+                torch.autograd.grad(o, (q, k, v, gk), do, retain_graph=True)
         else:
             q, k, v, gk = inputs(torch, sh["batch"], 1)
             s0 = torch.rand(sh["batch"], HEADS, DK, DV, device="cuda") * 2 - 1
@@ -135,15 +154,15 @@ def run_fla(rs, results):
         except Exception as e:  # noqa: BLE001 (a Triton launch that cannot be captured)
             entry["fla_graph_error"] = str(e)[:300]
             entry["fla"] = eager_time(torch, fn)
-        print(f"fla    {row['op']:<12} {json.dumps(sh)} {entry['fla']['median'] * 1e6:10.1f} us", flush=True)
-        del q, k, v, gk
+        print(f"fla    {row['op']:<12} {row['phase']:<4} {json.dumps(sh)} {entry['fla']['median'] * 1e6:10.1f} us", flush=True)
+        del q, k, v, gk, fn
         torch.cuda.empty_cache()
 
 
 def table(rs, results):
     dev = results.get("_device", {})
     print(f"\nGPU {dev.get('name', '?')}: rafter cuda.gla vs fla (Triton), BF16, medians, cold L2")
-    print(f"{'op':<12} {'batch':>5} {'seq':>6} {'rafter us':>10} {'fla us':>10} {'fla/rafter':>10} "
+    print(f"{'op':<12} {'phase':<5} {'batch':>5} {'seq':>6} {'rafter us':>10} {'fla us':>10} {'fla/rafter':>10} "
           f"{'rafter TB/s':>11} {'check err':>10} {'status':>8}")
     for row in rs:
         e = results.get(g.row_key(row), {})
@@ -152,7 +171,7 @@ def table(rs, results):
         f = (e.get("fla") or {}).get("median") or float("nan")
         err = (rec.get("check") or {}).get("error", float("nan"))
         sh = row["shape"]
-        print(f"{row['op']:<12} {sh['batch']:>5} {sh.get('seq', 1):>6} {t * 1e6:10.1f} {f * 1e6:10.1f} "
+        print(f"{row['op']:<12} {row['phase']:<5} {sh['batch']:>5} {sh.get('seq', 1):>6} {t * 1e6:10.1f} {f * 1e6:10.1f} "
               f"{f / t:10.2f} {compulsory_bytes(row) / t / 1e12:11.2f} {err:10.2e} {rec.get('status', '?'):>8}")
 
 

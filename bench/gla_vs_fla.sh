@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 14's GLA kernels in ONE device call: build rafter (test_workloads and rafter only), run the
-# GLA tests and the GPU kernel check, then bench/gla_vs_fla.py: rafter's gla_chunked forward and
-# gla_decode (backend cuda.gla) beside flash-linear-attention's Triton kernels at GLA-1.3B shapes.
+# GLA tests and the GPU kernel check, then bench/gla_vs_fla.py: rafter's gla_chunked forward,
+# backward and gla_decode (backend cuda.gla) beside flash-linear-attention's Triton kernels at GLA-1.3B
+# shapes.
 # Logs and JSON under $OUT (or /tmp/gla).
 # On the device machine, from the repository root, carrying .device-debs (bench/device_build.sh) and
 # .whl with the fla-core wheel (pip download --no-deps fla-core, /work/.library/device/README.md):

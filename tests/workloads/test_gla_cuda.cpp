@@ -1,4 +1,4 @@
-// The GLA kernels (workloads/cuda/kernels_gla.cu) against the catalogue's FP64 recurrence at shapes
+// The GLA kernels (workloads/cuda/kernels_gla.cu, kernels_gla_bwd.cu) against the catalogue's FP64 recurrence at shapes
 // the catalogue check (capped at chunk 16, dk 32, dv 48: one sub-chunk, one dk slice, one dv tile)
 // does not reach: chunk 64 with its four sub-chunks, chunks 32 and 48, several dk slices, partial
 // dv tiles, batches; decode with a partial column group and dk not a multiple of 32. Outputs poisoned first.
@@ -19,12 +19,12 @@ using namespace rafter::workloads;
 
 namespace {
 
-// `simple`: the plain kernels (kernels_gla_simple.cu) instead of the pipelined ones.
+// `simple`: the plain kernels (kernels_gla_simple.cu) instead of the pipelined ones (forward only).
 rafter::CheckResult check_at(const std::string& op, const std::string& precision, const Shape& shape,
-                             bool simple = false) {
+                             bool simple = false, const std::string& phase = "fwd") {
   const OperatorDef& def = OperatorRegistry::instance().get(op);
   OpInstance inst;
-  inst.op = op, inst.phase = "fwd", inst.precision = precision, inst.shape = shape;
+  inst.op = op, inst.phase = phase, inst.precision = precision, inst.shape = shape;
   inst = normalize_instance(def, inst);
   Problem p = def.make_problem(inst, 11);
   cuda::DeviceProblem dev(&p, 11);
@@ -34,8 +34,8 @@ rafter::CheckResult check_at(const std::string& op, const std::string& precision
   launch(nullptr);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const rafter::CheckResult r = compare_outputs(p, dev.results(), check_tolerance(op, precision, false));
-  std::printf("gla check %-11s %-6s %-4s %-70s error %.3e tolerance %.1e %s\n", op.c_str(),
-              simple ? "simple" : "", precision.c_str(), format_shape(inst.shape).c_str(), r.error,
+  std::printf("gla check %-11s %-3s %-6s %-4s %-70s error %.3e tolerance %.1e %s\n", op.c_str(),
+              phase.c_str(), simple ? "simple" : "", precision.c_str(), format_shape(inst.shape).c_str(), r.error,
               r.tolerance, r.passed ? "pass" : "FAIL");
   return r;
 }
@@ -68,6 +68,32 @@ TEST(GlaCuda, ChunkedForwardMatchesTheRecurrence) {
     }
 }
 
+// The backward (kernels_gla_bwd.cu) against the FP64 reverse mode through the recurrence: dq, dk,
+// dv and dg (the last by the reverse cumulative sum identity) at GLA-1.3B head dims, batches,
+// chunks 16/32/48/64, several dk slices and dv tiles, partial ones.
+TEST(GlaCuda, ChunkedBackwardMatchesTheRecurrence) {
+  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  struct Case {
+    const char* precision;
+    Shape shape;
+  };
+  const Case cases[] = {
+      {"bf16", chunked(2, 192, 2, 256, 512, 64)},  // GLA-1.3B head dims, three chunks, batch 2
+      {"fp16", chunked(1, 256, 2, 256, 512, 64)},
+      {"fp32", chunked(2, 128, 1, 256, 512, 64)},
+      {"fp16", chunked(2, 320, 1, 128, 64, 64)},
+      {"fp32", chunked(1, 96, 2, 96, 80, 32)},  // a partial dk slice and dv tile
+      {"bf16", chunked(2, 96, 2, 96, 80, 32)},
+      {"bf16", chunked(1, 144, 1, 64, 48, 48)},
+      {"fp16", chunked(2, 64, 3, 32, 48, 16)},
+      {"bf16", chunked(1, 64, 1, 16, 16, 64)},  // one chunk: no state gradient
+  };
+  for (const Case& c : cases) {
+    const auto r = check_at("gla_chunked", c.precision, c.shape, false, "bwd");
+    EXPECT_TRUE(r.passed) << c.precision << " " << format_shape(c.shape) << ": error " << r.error;
+  }
+}
+
 // Not a check: the two chunked versions' times at GLA-1.3B shapes, warm, for the closing note
 // (run with --gtest_also_run_disabled_tests; bench/gla_vs_fla.sh does).
 TEST(GlaCuda, DISABLED_ChunkedForwardTimes) {
@@ -97,6 +123,34 @@ TEST(GlaCuda, DISABLED_ChunkedForwardTimes) {
       cudaEventDestroy(start);
       cudaEventDestroy(stop);
     }
+}
+
+// Not a check: the backward's time at GLA-1.3B shapes, warm (run with --gtest_also_run_disabled_tests).
+TEST(GlaCuda, DISABLED_ChunkedBackwardTimes) {
+  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  const OperatorDef& def = OperatorRegistry::instance().get("gla_chunked");
+  for (auto [b, s] : {std::pair{1, 2048}, std::pair{8, 2048}, std::pair{1, 16384}, std::pair{8, 16384}}) {
+    OpInstance inst;
+    inst.op = "gla_chunked", inst.phase = "bwd", inst.precision = "bf16",
+    inst.shape = chunked(b, s, 4, 256, 512, 64);
+    inst = normalize_instance(def, inst);
+    cuda::DeviceProblem dev(nullptr, 3);
+    const cuda::StreamFn launch = cuda::bind_gla_chunked(inst, dev);
+    launch(nullptr);
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    constexpr int kReps = 10;
+    cudaEventRecord(start);
+    for (int i = 0; i < kReps; ++i) launch(nullptr);
+    cudaEventRecord(stop);
+    ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    std::printf("gla time bwd     batch %d seq %5d: %9.1f us\n", b, s, 1e3 * ms / kReps);
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
 }
 
 TEST(GlaCuda, DecodeStepMatchesTheReference) {

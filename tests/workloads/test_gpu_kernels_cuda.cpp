@@ -94,6 +94,11 @@ std::vector<Case> cases() {
          p,
          {{"batch", 2}, {"seq", 192}, {"heads", 2}, {"head_dim_k", 64}, {"head_dim_v", 96}, {"chunk", 64}}});
     c.push_back(
+        {"gla_chunked",
+         "bwd",
+         p,
+         {{"batch", 2}, {"seq", 192}, {"heads", 2}, {"head_dim_k", 64}, {"head_dim_v", 96}, {"chunk", 64}}});
+    c.push_back(
         {"gla_decode", "fwd", p, {{"batch", 3}, {"heads", 2}, {"head_dim_k", 64}, {"head_dim_v", 96}}});
   }
   c.push_back({"hot_channel_patch", "fwd", "bf16", {{"tokens", 40}, {"out", 48}, {"hot", 32}}});

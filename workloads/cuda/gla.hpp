@@ -34,6 +34,19 @@ void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, con
 void gla_chunked_fwd_simple(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
                             void* scratch, const GlaShape& s, cudaStream_t stream);
 
+// The forward's first two launches alone (scores, chunk-entry states into the scratch above): the
+// backward recomputes the states rather than storing them from a forward call.
+void gla_chunked_scores_states(GlaType t, const void* q, const void* k, const void* v, const void* g,
+                               void* scratch, const GlaShape& s, cudaStream_t stream);
+// Backward (kernels_gla_bwd.cu): inputs q, k, v, g, dO; outputs dq, dk, dv, dg (the forward's
+// layouts). Scratch: the forward's (scores, states) plus the state gradients at each chunk's end
+// (same type and layout as the states), the in-chunk reverse sums of q∘dq − k∘dk [batch·heads,
+// seq, dk] and their per-chunk suffixes [batch·heads, chunks, dk] (FP32).
+std::size_t gla_chunked_bwd_scratch_bytes(const GlaShape& s, GlaType t);
+void gla_chunked_bwd(GlaType t, const void* q, const void* k, const void* v, const void* g, const void* dO,
+                     void* dq, void* dk, void* dv, void* dg, void* scratch, const GlaShape& s,
+                     cudaStream_t stream);
+
 // Decode: one launch; a block owns 32 dv columns of one (sequence, head) over all dk rows, the
 // output's partial sums meet in shared memory. dv a multiple of 4.
 bool gla_decode_supports(std::int64_t dk, std::int64_t dv);

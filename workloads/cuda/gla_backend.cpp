@@ -1,5 +1,6 @@
 // "cuda.gla": gated linear attention on our kernels (kernels_gla.cu): gla_chunked's forward in the
-// chunked form (scores, chunk-entry states, outputs; BF16/FP16 products on tensor cores) and the
+// chunked form (scores, chunk-entry states, outputs; BF16/FP16 products on tensor cores), its
+// backward (kernels_gla_bwd.cu: states recomputed, state gradients carried backward) and the
 // gla_decode step (one streaming pass over the FP32 state). BF16, FP16 and FP32 storage.
 // bench/gla_vs_fla.sh times both beside flash-linear-attention's Triton kernels.
 #include <cmath>
@@ -33,7 +34,8 @@ class CudaGlaBackend : public CudaBackend {
   std::string name() const override { return "cuda.gla"; }
   bool supports(const OpInstance& i) const override {
     if (!gla_precision(i.precision)) return false;
-    if (i.op == "gla_chunked") return i.phase == "fwd" && gla_chunked_supports(chunked_shape(i));
+    if (i.op == "gla_chunked")
+      return (i.phase == "fwd" || i.phase == "bwd") && gla_chunked_supports(chunked_shape(i));
     if (i.op == "gla_decode")
       return gla_decode_supports(shape_value(i, "head_dim_k", 0), shape_value(i, "head_dim_v", 0));
     return false;
@@ -46,6 +48,12 @@ class CudaGlaBackend : public CudaBackend {
             inst, ctx, [](const OpInstance& in, DeviceProblem& d) { return bind_gla_chunked(in, d); },
             record);
         record.details["kernels"] =
+            inst.phase == "bwd"
+                ? "rafter CUDA chunked GLA backward: the forward's scores and chunk-entry states recomputed, "
+                  "state gradients carried backward in FP32 registers and stored per chunk, dq/dk/dv products "
+                  "on mma.sync (FP32 on CUDA cores), gate-decayed intra-chunk sums of dq/dk on CUDA cores, dg "
+                  "as reverse cumulative sum of q*dq - k*dk in FP32"
+                :
             "rafter CUDA chunked GLA: gate-decayed intra-chunk scores (sub-chunks of 16, mma.sync), "
             "chunk-entry "
             "states carried in FP32 registers and stored per chunk, outputs Q·h + A·V (mma.sync; FP32 on "
@@ -76,6 +84,15 @@ StreamFn bind_gla_chunked(const OpInstance& in, DeviceProblem& d, bool simple_ke
   const void* k = d.input(1, t, nk).data();
   const void* v = d.input(2, t, nv).data();
   const void* g = d.input(3, t, nk, kGateLo, kGateHi).data();
+  if (in.phase == "bwd") {
+    const void* dO = d.input(4, t, nv).data();
+    void* dq = d.output(t, nk, 0).data();
+    void* dk = d.output(t, nk, 1).data();
+    void* dv = d.output(t, nv, 2).data();
+    void* dg = d.output(t, nk, 3).data();
+    void* scratch = d.scratch(DType::I8, gla_chunked_bwd_scratch_bytes(s, gt)).data();
+    return [=](cudaStream_t stream) { gla_chunked_bwd(gt, q, k, v, g, dO, dq, dk, dv, dg, scratch, s, stream); };
+  }
   void* o = d.output(t, nv, 0).data();
   void* scratch = d.scratch(DType::I8, gla_chunked_scratch_bytes(s, gt)).data();
   if (simple_kernels)

@@ -120,6 +120,27 @@ __device__ __forceinline__ void mma16(float (&c)[4], const T* a, int ars, int ac
   }
 }
 
+// b[t][i] = Σ_{τ≤t} g[τ][i] over the chunk's C rows and kTile columns from the raw tile graw
+// [C][kLd]: two threads per column (the chunk's halves), 128 threads. Ends with a barrier.
+template <class T>
+__device__ __forceinline__ void cumulative_gates(const T* graw, float* b, int C) {
+  const int i = threadIdx.x % kTile, half = threadIdx.x / kTile, rows = C / 2, r0 = half * rows;
+  float x[kTile / 2];  // the column's half in registers: all loads in flight, then the scan
+#pragma unroll
+  for (int t = 0; t < kTile / 2; ++t) x[t] = t < rows ? to_f(graw[(r0 + t) * kLd + i]) : 0.f;
+#pragma unroll
+  for (int t = 1; t < kTile / 2; ++t) x[t] += x[t - 1];
+#pragma unroll
+  for (int t = 0; t < kTile / 2; ++t)
+    if (t < rows) b[(r0 + t) * kLd + i] = x[t];
+  __syncthreads();
+  if (half == 1) {
+    const float base = b[(rows - 1) * kLd + i];
+    for (int t = r0; t < r0 + rows; ++t) b[t * kLd + i] += base;
+  }
+  __syncthreads();
+}
+
 // Index helpers over [batch, seq, heads, d].
 struct Dims {
   int seq, heads, dk, dv, chunk, chunks;

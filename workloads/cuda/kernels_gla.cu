@@ -22,27 +22,6 @@ namespace {
 
 using namespace gla_dev;
 
-// b[t][i] = Σ_{τ≤t} g[τ][i] over the chunk's C rows and kTile columns from the raw tile graw
-// [C][kLd]: two threads per column (the chunk's halves), 128 threads. Ends with a barrier.
-template <class T>
-__device__ __forceinline__ void cumulative_gates(const T* graw, float* b, int C) {
-  const int i = threadIdx.x % kTile, half = threadIdx.x / kTile, rows = C / 2, r0 = half * rows;
-  float x[kTile / 2];  // the column's half in registers: all loads in flight, then the scan
-#pragma unroll
-  for (int t = 0; t < kTile / 2; ++t) x[t] = t < rows ? to_f(graw[(r0 + t) * kLd + i]) : 0.f;
-#pragma unroll
-  for (int t = 1; t < kTile / 2; ++t) x[t] += x[t - 1];
-#pragma unroll
-  for (int t = 0; t < kTile / 2; ++t)
-    if (t < rows) b[(r0 + t) * kLd + i] = x[t];
-  __syncthreads();
-  if (half == 1) {
-    const float base = b[(rows - 1) * kLd + i];
-    for (int t = r0; t < r0 + rows; ++t) b[t * kLd + i] += base;
-  }
-  __syncthreads();
-}
-
 // The l-th pair (row, column) of a 16×16 lower triangle, row-major.
 __device__ __forceinline__ void triangle_pair(int l, int& row, int& col) {
   row = 0;
@@ -337,6 +316,26 @@ void chunked_fwd(const T* q, const T* k, const T* v, const T* g, T* o, void* scr
   RAFTER_CUDA_LAUNCH_CHECK("gla_output");
 }
 
+// The forward's scores and chunk-entry states into the forward's scratch layout (gla.hpp), for the
+// backward (kernels_gla_bwd.cu).
+template <class T>
+void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scratch, const GlaShape& s,
+                       cudaStream_t stream) {
+  const Dims d{int(s.seq), int(s.heads), int(s.dk), int(s.dv), int(s.chunk), int(s.seq / s.chunk)};
+  const int C = d.chunk, e = int(sizeof(T));
+  const unsigned bh = unsigned(s.batch * s.heads);
+  auto* A = static_cast<float*>(scratch);
+  T* h = reinterpret_cast<T*>(A + std::size_t(bh) * d.chunks * C * C);
+  allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
+  gla_scores<T><<<dim3(unsigned(d.chunks), bh), kThreads, scores_smem_bytes(C, e), stream>>>(q, k, g, A, d);
+  RAFTER_CUDA_LAUNCH_CHECK("gla_scores");
+  const unsigned v_tiles = unsigned((s.dv + kTile - 1) / kTile),
+                 k_tiles = unsigned((s.dk + kTile - 1) / kTile);
+  allow_smem<gla_states<T>>(states_smem_bytes(64, e));
+  gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, h, d);
+  RAFTER_CUDA_LAUNCH_CHECK("gla_states");
+}
+
 // ---- decode --------------------------------------------------------------------------------------
 // Block (32 dv columns, sequence·head) over all dk rows: thread (row group r, column quad c) takes
 // rows r, r + 32, … of its four columns, so a warp reads four 128-byte row segments per step and a
@@ -424,6 +423,26 @@ void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, con
       return chunked_fwd<float>(static_cast<const float*>(q), static_cast<const float*>(k),
                                 static_cast<const float*>(v), static_cast<const float*>(g),
                                 static_cast<float*>(o), scratch, s, stream);
+  }
+}
+
+void gla_chunked_scores_states(GlaType t, const void* q, const void* k, const void* v, const void* g,
+                               void* scratch, const GlaShape& s, cudaStream_t stream) {
+  switch (t) {
+    case GlaType::BF16: {
+      using T = __nv_bfloat16;
+      return scores_and_states<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                                  static_cast<const T*>(g), scratch, s, stream);
+    }
+    case GlaType::F16: {
+      using T = __half;
+      return scores_and_states<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                                  static_cast<const T*>(g), scratch, s, stream);
+    }
+    default:
+      return scores_and_states<float>(static_cast<const float*>(q), static_cast<const float*>(k),
+                                      static_cast<const float*>(v), static_cast<const float*>(g), scratch, s,
+                                      stream);
   }
 }
 
