@@ -1,5 +1,5 @@
-// The GLA kernels (workloads/cuda/kernels_gla.cu, kernels_gla_bwd.cu) against the catalogue's FP64 recurrence at shapes
-// the catalogue check (capped at chunk 16, dk 32, dv 48: one sub-chunk, one dk slice, one dv tile)
+// The GLA kernels (workloads/cuda/kernels_gla.cu, kernels_gla_bwd.cu) against the catalogue's FP64 recurrence
+// at shapes the catalogue check (capped at chunk 16, dk 32, dv 48: one sub-chunk, one dk slice, one dv tile)
 // does not reach: chunk 64 with its four sub-chunks, chunks 32 and 48, several dk slices, partial
 // dv tiles, batches; decode with a partial column group and dk not a multiple of 32. Outputs poisoned first.
 #include <gtest/gtest.h>
@@ -19,9 +19,8 @@ using namespace rafter::workloads;
 
 namespace {
 
-// `simple`: the plain kernels (kernels_gla_simple.cu) instead of the pipelined ones (forward only).
 rafter::CheckResult check_at(const std::string& op, const std::string& precision, const Shape& shape,
-                             bool simple = false, const std::string& phase = "fwd") {
+                             const std::string& phase = "fwd") {
   const OperatorDef& def = OperatorRegistry::instance().get(op);
   OpInstance inst;
   inst.op = op, inst.phase = phase, inst.precision = precision, inst.shape = shape;
@@ -29,14 +28,14 @@ rafter::CheckResult check_at(const std::string& op, const std::string& precision
   Problem p = def.make_problem(inst, 11);
   cuda::DeviceProblem dev(&p, 11);
   const cuda::StreamFn launch =
-      op == "gla_chunked" ? cuda::bind_gla_chunked(inst, dev, simple) : cuda::bind_gla_decode(inst, dev);
+      op == "gla_chunked" ? cuda::bind_gla_chunked(inst, dev) : cuda::bind_gla_decode(inst, dev);
   def.reference(inst, p);
   launch(nullptr);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const rafter::CheckResult r = compare_outputs(p, dev.results(), check_tolerance(op, precision, false));
-  std::printf("gla check %-11s %-3s %-6s %-4s %-70s error %.3e tolerance %.1e %s\n", op.c_str(),
-              phase.c_str(), simple ? "simple" : "", precision.c_str(), format_shape(inst.shape).c_str(), r.error,
-              r.tolerance, r.passed ? "pass" : "FAIL");
+  std::printf("gla check %-11s %-3s %-4s %-70s error %.3e tolerance %.1e %s\n", op.c_str(), phase.c_str(),
+              precision.c_str(), format_shape(inst.shape).c_str(), r.error, r.tolerance,
+              r.passed ? "pass" : "FAIL");
   return r;
 }
 
@@ -60,12 +59,10 @@ TEST(GlaCuda, ChunkedForwardMatchesTheRecurrence) {
       {"bf16", chunked(1, 144, 1, 64, 48, 48)},
       {"fp32", chunked(2, 128, 2, 64, 64, 64)},
   };
-  for (const Case& c : cases)
-    for (bool simple : {false, true}) {
-      const auto r = check_at("gla_chunked", c.precision, c.shape, simple);
-      EXPECT_TRUE(r.passed) << c.precision << " " << format_shape(c.shape) << (simple ? " simple" : "")
-                            << ": error " << r.error;
-    }
+  for (const Case& c : cases) {
+    const auto r = check_at("gla_chunked", c.precision, c.shape);
+    EXPECT_TRUE(r.passed) << c.precision << " " << format_shape(c.shape) << ": error " << r.error;
+  }
 }
 
 // The backward (kernels_gla_bwd.cu) against the FP64 reverse mode through the recurrence: dq, dk,
@@ -89,40 +86,38 @@ TEST(GlaCuda, ChunkedBackwardMatchesTheRecurrence) {
       {"bf16", chunked(1, 64, 1, 16, 16, 64)},  // one chunk: no state gradient
   };
   for (const Case& c : cases) {
-    const auto r = check_at("gla_chunked", c.precision, c.shape, false, "bwd");
+    const auto r = check_at("gla_chunked", c.precision, c.shape, "bwd");
     EXPECT_TRUE(r.passed) << c.precision << " " << format_shape(c.shape) << ": error " << r.error;
   }
 }
 
-// Not a check: the two chunked versions' times at GLA-1.3B shapes, warm, for the closing note
+// Not a check: the chunked forward's times at GLA-1.3B shapes, warm, for the closing note
 // (run with --gtest_also_run_disabled_tests; bench/gla_vs_fla.sh does).
 TEST(GlaCuda, DISABLED_ChunkedForwardTimes) {
   if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
   const OperatorDef& def = OperatorRegistry::instance().get("gla_chunked");
-  for (auto [b, s] : {std::pair{1, 2048}, std::pair{8, 2048}, std::pair{1, 16384}, std::pair{8, 16384}})
-    for (bool simple : {false, true}) {
-      OpInstance inst;
-      inst.op = "gla_chunked", inst.phase = "fwd", inst.precision = "bf16",
-      inst.shape = chunked(b, s, 4, 256, 512, 64);
-      inst = normalize_instance(def, inst);
-      cuda::DeviceProblem dev(nullptr, 3);
-      const cuda::StreamFn launch = cuda::bind_gla_chunked(inst, dev, simple);
-      launch(nullptr);
-      cudaEvent_t start, stop;
-      cudaEventCreate(&start);
-      cudaEventCreate(&stop);
-      constexpr int kReps = 10;
-      cudaEventRecord(start);
-      for (int i = 0; i < kReps; ++i) launch(nullptr);
-      cudaEventRecord(stop);
-      ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, start, stop);
-      std::printf("gla time %-7s batch %d seq %5d: %9.1f us\n", simple ? "simple" : "piped", b, s,
-                  1e3 * ms / kReps);
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-    }
+  for (auto [b, s] : {std::pair{1, 2048}, std::pair{8, 2048}, std::pair{1, 16384}, std::pair{8, 16384}}) {
+    OpInstance inst;
+    inst.op = "gla_chunked", inst.phase = "fwd", inst.precision = "bf16",
+    inst.shape = chunked(b, s, 4, 256, 512, 64);
+    inst = normalize_instance(def, inst);
+    cuda::DeviceProblem dev(nullptr, 3);
+    const cuda::StreamFn launch = cuda::bind_gla_chunked(inst, dev);
+    launch(nullptr);
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    constexpr int kReps = 10;
+    cudaEventRecord(start);
+    for (int i = 0; i < kReps; ++i) launch(nullptr);
+    cudaEventRecord(stop);
+    ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    std::printf("gla time forward batch %d seq %5d: %9.1f us\n", b, s, 1e3 * ms / kReps);
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
 }
 
 // Not a check: the backward's time at GLA-1.3B shapes, warm (run with --gtest_also_run_disabled_tests).

@@ -29,10 +29,6 @@ std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t);
 // 64×64 state tiles), outputs (parallel over chunks and 64-wide dv tiles).
 void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
                      void* scratch, const GlaShape& s, cudaStream_t stream);
-// The first, plain version of the same three kernels (kernels_gla_simple.cu: element-wise staging,
-// no overlap of loads and work), same scratch: the tests' second opinion on gla_chunked_fwd.
-void gla_chunked_fwd_simple(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
-                            void* scratch, const GlaShape& s, cudaStream_t stream);
 
 // The forward's first two launches alone (scores, chunk-entry states into the scratch above): the
 // backward recomputes the states rather than storing them from a forward call.
@@ -56,7 +52,7 @@ void gla_decode(GlaType t, const void* q, const void* k, const void* v, const vo
 
 // The backend's bindings (gla_backend.cpp), also used by tests/workloads/test_gla_cuda.cpp to check
 // shapes that the catalogue's capped check shape does not reach.
-StreamFn bind_gla_chunked(const OpInstance& inst, DeviceProblem& d, bool simple_kernels = false);
+StreamFn bind_gla_chunked(const OpInstance& inst, DeviceProblem& d);
 StreamFn bind_gla_decode(const OpInstance& inst, DeviceProblem& d);
 
 }  // namespace rafter::workloads::cuda

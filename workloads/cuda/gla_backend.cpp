@@ -49,16 +49,13 @@ class CudaGlaBackend : public CudaBackend {
             record);
         record.details["kernels"] =
             inst.phase == "bwd"
-                ? "rafter CUDA chunked GLA backward: the forward's scores and chunk-entry states recomputed, "
-                  "state gradients carried backward in FP32 registers and stored per chunk, dq/dk/dv products "
-                  "on mma.sync (FP32 on CUDA cores), gate-decayed intra-chunk sums of dq/dk on CUDA cores, dg "
-                  "as reverse cumulative sum of q*dq - k*dk in FP32"
-                :
-            "rafter CUDA chunked GLA: gate-decayed intra-chunk scores (sub-chunks of 16, mma.sync), "
-            "chunk-entry "
-            "states carried in FP32 registers and stored per chunk, outputs Q·h + A·V (mma.sync; FP32 on "
-            "CUDA "
-            "cores)";
+                ? "rafter CUDA chunked GLA backward: the forward's scores and chunk-entry states "
+                  "recomputed, state gradients carried backward in FP32 registers and stored per chunk, "
+                  "dq/dk/dv products on mma.sync (FP32 on CUDA cores), gate-decayed intra-chunk sums of "
+                  "dq/dk on CUDA cores, dg as reverse cumulative sum of q*dq - k*dk in FP32"
+                : "rafter CUDA chunked GLA: gate-decayed intra-chunk scores (sub-chunks of 16, mma.sync), "
+                  "chunk-entry states carried in FP32 registers and stored per chunk, outputs Q·h + A·V "
+                  "(mma.sync; FP32 on CUDA cores)";
       } else {
         check_and_time(
             inst, ctx, [](const OpInstance& in, DeviceProblem& d) { return bind_gla_decode(in, d); }, record);
@@ -75,7 +72,7 @@ RAFTER_REGISTER_BACKEND(CudaGlaBackend);
 
 }  // namespace
 
-StreamFn bind_gla_chunked(const OpInstance& in, DeviceProblem& d, bool simple_kernels) {
+StreamFn bind_gla_chunked(const OpInstance& in, DeviceProblem& d) {
   const GlaShape s = chunked_shape(in);
   const DType t = dtype_of(in.precision);
   const GlaType gt = gla_type_of(in.precision);
@@ -91,12 +88,11 @@ StreamFn bind_gla_chunked(const OpInstance& in, DeviceProblem& d, bool simple_ke
     void* dv = d.output(t, nv, 2).data();
     void* dg = d.output(t, nk, 3).data();
     void* scratch = d.scratch(DType::I8, gla_chunked_bwd_scratch_bytes(s, gt)).data();
-    return [=](cudaStream_t stream) { gla_chunked_bwd(gt, q, k, v, g, dO, dq, dk, dv, dg, scratch, s, stream); };
+    return
+        [=](cudaStream_t stream) { gla_chunked_bwd(gt, q, k, v, g, dO, dq, dk, dv, dg, scratch, s, stream); };
   }
   void* o = d.output(t, nv, 0).data();
   void* scratch = d.scratch(DType::I8, gla_chunked_scratch_bytes(s, gt)).data();
-  if (simple_kernels)
-    return [=](cudaStream_t stream) { gla_chunked_fwd_simple(gt, q, k, v, g, o, scratch, s, stream); };
   return [=](cudaStream_t stream) { gla_chunked_fwd(gt, q, k, v, g, o, scratch, s, stream); };
 }
 
