@@ -1,4 +1,4 @@
-// Device helpers of the GLA kernels (kernels_gla.cu, kernels_gla_simple.cu): storage-type
+// Device helpers of the GLA kernels (kernels_gla.cu, kernels_gla_bwd.cu): storage-type
 // conversion, the gates' exp, one m16n8k16 product tile from shared memory (mma.sync for BF16/FP16,
 // FMAs in the same fragment layout for FP32), 16-byte asynchronous copies, and [b, s, h, d] indexing.
 #pragma once
@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "cuda_util.hpp"
+#include "kernel_common.cuh"
 
 namespace rafter::workloads::cuda::gla_dev {
 
@@ -106,17 +107,9 @@ __device__ __forceinline__ void mma16(float (&c)[4], const T* a, int ars, int ac
     const unsigned a0 = A(g, 2 * q), a1 = A(g + 8, 2 * q), a2 = A(g, 2 * q + 8), a3 = A(g + 8, 2 * q + 8);
     const unsigned b0 = B(2 * q, g), b1 = B(2 * q + 8, g);
     if constexpr (std::is_same_v<T, __nv_bfloat16>)
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-          "{%0,%1,%2,%3};\n"
-          : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      dev::mma_bf16(c, a0, a1, a2, a3, b0, b1);
     else
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-          "{%0,%1,%2,%3};\n"
-          : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      dev::mma_f16(c, a0, a1, a2, a3, b0, b1);
   }
 }
 
@@ -157,15 +150,8 @@ __device__ __forceinline__ void async_tile(T* dst, RowPtr row_ptr, int rows, int
   for (int idx = threadIdx.x; idx < rows * kPerRow; idx += blockDim.x) {
     const int r = idx / kPerRow, c = (idx % kPerRow) * kVec;
     const T* src = row_ptr(r) + (c < w ? c : 0);
-    const unsigned dst_addr = unsigned(__cvta_generic_to_shared(dst + r * kLd + c));
-    const int bytes = c < w ? 16 : 0;  // 0: nothing read, 16 zero bytes written
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst_addr), "l"(src), "r"(bytes));
+    dev::cp_async16(dst + r * kLd + c, src, c < w ? 16 : 0);  // 0: nothing read, 16 zero bytes written
   }
-}
-__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int Pending>
-__device__ __forceinline__ void async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 }
 
 // Opts a kernel in to `bytes` of dynamic shared memory once (outside any graph capture: the first

@@ -1,5 +1,6 @@
-// Device helpers shared by our kernels: 16-byte vectors of 8 BF16 values, FP32 conversion, and
-// warp/block reductions. Included by workloads/cuda/*.cu only.
+// Device helpers shared by our kernels: 16-byte vectors of 8 BF16 values, FP32 conversion,
+// warp/block reductions, mma.sync tiles and 16-byte asynchronous copies. Included by
+// workloads/cuda/*.cu only.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -73,6 +74,28 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// The same with FP16 inputs.
+__device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                        unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// 16 bytes global → shared through L2 only (cp.async.cg, sm_80+). `bytes` 16 copies; 0 reads
+// nothing and writes 16 zero bytes (src must still be a valid address). Groups: cp_async_commit
+// closes one; cp_async_wait<N> waits until at most N are still pending.
+__device__ __forceinline__ void cp_async16(void* smem_dst, const void* src, int bytes) {
+  const unsigned dst = unsigned(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 }
 
 }  // namespace rafter::workloads::cuda::dev

@@ -174,16 +174,6 @@ __global__ void decode_merge(const float* __restrict__ part_o, const float2* __r
 constexpr int kTcWarps = 4, kTcStages = 3, kTile = 16, kTcGroup = 8;
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
-// 16 bytes global → shared, bypassing L1; zero-filled when `valid` is false (nothing is read then).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -243,8 +233,8 @@ __global__ void __launch_bounds__(kTcWarps * 32)
       const int rr = i / C, cc = i % C, t = first + rr;
       const bool valid = t < t1;
       const std::size_t off = std::size_t(valid ? t : t0) * row + cc * 8;
-      cp_async16(ks_ + swz<D>(rr, cc), kb + off, valid);
-      cp_async16(vs_ + swz<D>(rr, cc), vb + off, valid);
+      dev::cp_async16(ks_ + swz<D>(rr, cc), kb + off, valid ? 16 : 0);
+      dev::cp_async16(vs_ + swz<D>(rr, cc), vb + off, valid ? 16 : 0);
     }
   };
 
@@ -254,15 +244,15 @@ __global__ void __launch_bounds__(kTcWarps * 32)
 #pragma unroll
   for (int s = 0; s < kTcStages - 1; ++s) {
     if (next < ntiles) load_tile(next, s);
-    cp_async_commit();
+    dev::cp_async_commit();
     next += kTcWarps;
   }
   int stage = 0;
   for (int tile = warp; tile < ntiles; tile += kTcWarps) {
     if (next < ntiles) load_tile(next, (stage + kTcStages - 1) % kTcStages);
-    cp_async_commit();
+    dev::cp_async_commit();
     next += kTcWarps;
-    cp_async_wait<kTcStages - 1>();
+    dev::cp_async_wait<kTcStages - 1>();
     __syncwarp();
     const bf16* ks_ = ring + stage * kStage;
     const bf16* vs_ = ks_ + kTile * D;
@@ -315,7 +305,7 @@ __global__ void __launch_bounds__(kTcWarps * 32)
   }
   l += __shfl_xor_sync(0xffffffffu, l, 1);
   l += __shfl_xor_sync(0xffffffffu, l, 2);
-  cp_async_wait<0>();
+  dev::cp_async_wait<0>();
   __syncthreads();
   // Merge the warps in shared memory (the rings are free now): [warp][head][D] accumulators.
   float* s_acc = reinterpret_cast<float*>(tc_smem);

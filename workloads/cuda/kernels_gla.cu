@@ -66,12 +66,12 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kPairs = kSub * (kSub + 1) / 2;
   float dacc[5] = {};
   stage(0);
-  async_commit();
+  dev::cp_async_commit();
   for (int s = 0; s < slices; ++s) {
     const int w = min(kTile, d.dk - s * kTile);
     if (s + 1 < slices) stage(s + 1);
-    async_commit();
-    async_wait<1>();
+    dev::cp_async_commit();
+    dev::cp_async_wait<1>();
     __syncthreads();
     const T* qr = raw + (s & 1) * 3 * te;
     const T *kr = qr + te, *gr = kr + te;
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kThreads) gla_states(const T* __restrict__ k, 
   float acc[8][4] = {};
   const int r0 = warp * 16 + gq;  // this lane's state rows r0, r0 + 8 (tile-local)
   if (d.chunks > 1) stage(0);
-  async_commit();
+  dev::cp_async_commit();
   for (int n = 0; n < d.chunks; ++n) {
     T* hn = h + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
 #pragma unroll
@@ -190,8 +190,8 @@ __global__ void __launch_bounds__(kThreads) gla_states(const T* __restrict__ k, 
     }
     if (n + 1 == d.chunks) break;
     if (n + 2 < d.chunks) stage(n + 1);  // the last chunk's inputs update no stored state
-    async_commit();
-    async_wait<1>();
+    dev::cp_async_commit();
+    dev::cp_async_wait<1>();
     __syncthreads();
     const T* kr = raw + (n & 1) * 3 * te;
     const T *vr = kr + te, *gr = vr + te;
@@ -249,8 +249,8 @@ __global__ void __launch_bounds__(kThreads)
         gr, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
     async_tile(
         hs, [&](int r) { return hn + std::size_t(i0 + r) * d.dv; }, wk, wv);
-    async_commit();
-    async_wait<0>();
+    dev::cp_async_commit();
+    dev::cp_async_wait<0>();
     __syncthreads();
     cumulative_gates(gr, b, C);
     for (int idx = threadIdx.x; idx < C * kTile; idx += blockDim.x) {

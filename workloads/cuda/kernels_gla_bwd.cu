@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreads)
   float acc[8][4] = {};
   const int r0 = warp * 16 + gq;
   if (d.chunks > 1) stage(d.chunks - 1);
-  async_commit();
+  dev::cp_async_commit();
   for (int n = d.chunks - 1; n >= 0; --n) {
     T* dSn = dS + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
 #pragma unroll
@@ -75,8 +75,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (n == 0) break;
     if (n - 1 >= 1) stage(n - 1);  // chunk 0's inputs update no stored gradient
-    async_commit();
-    async_wait<1>();
+    dev::cp_async_commit();
+    dev::cp_async_wait<1>();
     __syncthreads();
     const T* qr = raw + (n & 1) * 3 * te;
     const T *gr = qr + te, *dor = gr + te;
@@ -133,10 +133,10 @@ __global__ void __launch_bounds__(kThreads)
         hs, [&](int r) { return h + state + std::size_t(i0 + r) * d.dv + j0; }, wk, wv);
     async_tile(
         dss, [&](int r) { return dS + state + std::size_t(i0 + r) * d.dv + j0; }, wk, wv);
-    async_commit();
+    dev::cp_async_commit();
     zero_rows(hs, wk);
     zero_rows(dss, wk);
-    async_wait<0>();
+    dev::cp_async_wait<0>();
     __syncthreads();
     if (!active) continue;
     const T *dow = dor + warp * 16 * kLd, *vw = vr + warp * 16 * kLd;
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kThreads)
       kr, [&](int r) { return k + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
   async_tile(
       gr, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
-  async_commit();
+  dev::cp_async_commit();
   if (active)
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kThreads)
           dst[0] = aa[nt][2 * half];
           dst[1] = aa[nt][2 * half + 1];
         }
-  async_wait<0>();
+  dev::cp_async_wait<0>();
   __syncthreads();
   cumulative_gates(gr, b, C);  // ends with a barrier: dAs is complete too
   if (active) {
@@ -264,9 +264,9 @@ __global__ void __launch_bounds__(kThreads)
         gr, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
     async_tile(
         dss, [&](int r) { return dSn + std::size_t(i0 + r) * d.dv; }, wk, wv);
-    async_commit();
+    dev::cp_async_commit();
     zero_rows(dss, wk);
-    async_wait<0>();
+    dev::cp_async_wait<0>();
     __syncthreads();
     cumulative_gates(gr, b, C);
     const float* last = b + (C - 1) * kLd;
@@ -284,13 +284,13 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   async_tile(
       gr, [&](int r) { return dO + d.row(bh, t0 + r) * d.dv + j0; }, C, wv);
-  async_commit();
+  dev::cp_async_commit();
   const float* An = A + (std::size_t(bh) * d.chunks + n) * C * C;
   for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x) {  // Aᵀ: row τ, column t
     const int t = idx / C, tau = idx % C;
     kr[tau * kLd + t] = from_f<T>(An[idx]);
   }
-  async_wait<0>();
+  dev::cp_async_wait<0>();
   __syncthreads();
   if (!active) return;
   for (int kk = warp * 16; kk < C; kk += 16)  // causal: A_tτ = 0 for t < τ
