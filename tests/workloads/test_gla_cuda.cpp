@@ -91,14 +91,14 @@ TEST(GlaCuda, ChunkedBackwardMatchesTheRecurrence) {
   }
 }
 
-// Not a check: the chunked forward's times at GLA-1.3B shapes, warm, for the closing note
-// (run with --gtest_also_run_disabled_tests; bench/gla_vs_fla.sh does).
-TEST(GlaCuda, DISABLED_ChunkedForwardTimes) {
-  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+// Not checks: the chunked forward's and backward's times at GLA-1.3B shapes, warm (10 launches back
+// to back, events), for the closing note (run with --gtest_also_run_disabled_tests;
+// bench/gla_vs_fla.sh does).
+static void print_warm_times(const std::string& phase) {
   const OperatorDef& def = OperatorRegistry::instance().get("gla_chunked");
   for (auto [b, s] : {std::pair{1, 2048}, std::pair{8, 2048}, std::pair{1, 16384}, std::pair{8, 16384}}) {
     OpInstance inst;
-    inst.op = "gla_chunked", inst.phase = "fwd", inst.precision = "bf16",
+    inst.op = "gla_chunked", inst.phase = phase, inst.precision = "bf16",
     inst.shape = chunked(b, s, 4, 256, 512, 64);
     inst = normalize_instance(def, inst);
     cuda::DeviceProblem dev(nullptr, 3);
@@ -114,38 +114,21 @@ TEST(GlaCuda, DISABLED_ChunkedForwardTimes) {
     ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
     float ms = 0;
     cudaEventElapsedTime(&ms, start, stop);
-    std::printf("gla time forward batch %d seq %5d: %9.1f us\n", b, s, 1e3 * ms / kReps);
+    std::printf("gla time %-7s batch %d seq %5d: %9.1f us\n", phase == "fwd" ? "forward" : "bwd", b, s,
+                1e3 * ms / kReps);
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
   }
 }
 
-// Not a check: the backward's time at GLA-1.3B shapes, warm (run with --gtest_also_run_disabled_tests).
+TEST(GlaCuda, DISABLED_ChunkedForwardTimes) {
+  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  print_warm_times("fwd");
+}
+
 TEST(GlaCuda, DISABLED_ChunkedBackwardTimes) {
   if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
-  const OperatorDef& def = OperatorRegistry::instance().get("gla_chunked");
-  for (auto [b, s] : {std::pair{1, 2048}, std::pair{8, 2048}, std::pair{1, 16384}, std::pair{8, 16384}}) {
-    OpInstance inst;
-    inst.op = "gla_chunked", inst.phase = "bwd", inst.precision = "bf16",
-    inst.shape = chunked(b, s, 4, 256, 512, 64);
-    inst = normalize_instance(def, inst);
-    cuda::DeviceProblem dev(nullptr, 3);
-    const cuda::StreamFn launch = cuda::bind_gla_chunked(inst, dev);
-    launch(nullptr);
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    constexpr int kReps = 10;
-    cudaEventRecord(start);
-    for (int i = 0; i < kReps; ++i) launch(nullptr);
-    cudaEventRecord(stop);
-    ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    std::printf("gla time bwd     batch %d seq %5d: %9.1f us\n", b, s, 1e3 * ms / kReps);
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
+  print_warm_times("bwd");
 }
 
 TEST(GlaCuda, DecodeStepMatchesTheReference) {
