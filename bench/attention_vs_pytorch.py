@@ -69,24 +69,9 @@ def decode_bytes(sh):
 
 
 def eager_time(torch, fn, reps=30):
-    """Median seconds of fn between events, each launch after an L2 read-flush, without a CUDA graph
-    (autograd's backward runs on the forward's stream, outside any capture stream). A GPU spin of
-    about 0.5 ms before the first event lets the CPU queue all of fn's launches first, so that the
-    events time the GPU's work and not the host's launch overhead."""
-    flush_buf = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device="cuda").fill_(1.0)
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        torch.sum(flush_buf)
-        torch.cuda._sleep(1_000_000)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) * 1e-3)
-    return sorted(out)[len(out) // 2]
+    """Median seconds of fn, cold L2, events around queued eager launches (g.eager_times)."""
+    out = g.eager_times(torch, fn, reps)
+    return out[len(out) // 2]
 
 
 def torch_rows(rs, results, out_path):

@@ -101,21 +101,8 @@ def fla_checks(torch, chunk_gla, fused_recurrent_gla):
 
 
 def eager_time(torch, fn, reps=30):
-    """Cold-L2 events around each launch, no graph (the fallback where capture fails)."""
-    flush_buf = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device="cuda").fill_(1.0)
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        torch.sum(flush_buf)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(1_000_000)  # let the host queue fn's launches before the first event
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) * 1e-3)
-    out.sort()
+    """Cold-L2 events around each launch, no graph (g.eager_times; the fallback where capture fails)."""
+    out = g.eager_times(torch, fn, reps)
     return {"median": out[len(out) // 2], "min": out[0], "max": out[-1], "method": "eager events"}
 
 

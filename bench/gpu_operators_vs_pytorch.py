@@ -125,6 +125,27 @@ def run_rafter(args):
 
 
 # ---------------------------------------------------------------- PyTorch side
+def eager_times(torch, fn, reps=30):
+    """Sorted seconds of fn between events, each launch after an L2 read-flush, without a CUDA graph
+    (for what a graph cannot hold: autograd's backward on the forward's stream, a Triton kernel whose
+    capture fails). A GPU spin of about 0.5 ms before the first event lets the CPU queue all of fn's
+    launches first, so that the events time the GPU's work and not the host's launch overhead."""
+    flush_buf = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device="cuda").fill_(1.0)
+    fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        torch.sum(flush_buf)
+        torch.cuda._sleep(1_000_000)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) * 1e-3)
+    return sorted(out)
+
+
 def torch_timer():
     import torch
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
