@@ -12,13 +12,12 @@ BF16, i.e. cuBLASLt's BF16 GEMM of the same shape) and 16 tokens (decode: target
 ceiling on the FP4 bytes, weights with their E4M3 scales plus activations). The PyTorch side is timed
 with bench/gpu_operators_vs_pytorch.py's method (rafter's: cold L2, CUDA graph, external events).
 """
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_operators_vs_pytorch import LINEARS, rafter_row, row_key, torch_timer  # noqa: E402
+from gpu_operators_vs_pytorch import LINEARS, rafter_row, row_key, stages_main, torch_timer  # noqa: E402
 
 LAYERS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
 TOKENS = (4096, 16)
@@ -134,21 +133,7 @@ def table(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="mode", required=True)
-    r = sub.add_parser("rafter")
-    r.add_argument("--rafter", required=True)
-    r.add_argument("--out", required=True)
-    t = sub.add_parser("torch")
-    t.add_argument("--out", required=True)
-    tb = sub.add_parser("table")
-    tb.add_argument("--rafter-json", required=True)
-    tb.add_argument("--torch-json", required=True)
-    tb.add_argument("--machine")
-    for p in (r, t, tb):
-        p.add_argument("--models", default="7b 70b")
-    args = ap.parse_args()
-    {"rafter": run_rafter, "torch": run_torch, "table": table}[args.mode](args)
+    stages_main(__doc__.splitlines()[0], run_rafter, run_torch, table, models="7b 70b")
 
 
 if __name__ == "__main__":

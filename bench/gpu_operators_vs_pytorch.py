@@ -125,6 +125,28 @@ def run_rafter(args):
 
 
 # ---------------------------------------------------------------- PyTorch side
+def stages_main(description, run_rafter, run_torch, table, models=None):
+    """The command line of a bench script in three stages, each its own process on the device:
+    `rafter --rafter BIN --out F`, `torch --out F`, `table --rafter-json F --torch-json F [--machine M]`;
+    models: the default of a --models option on each stage (none when None)."""
+    ap = argparse.ArgumentParser(description=description)
+    sub = ap.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("rafter")
+    r.add_argument("--rafter", required=True)
+    r.add_argument("--out", required=True)
+    t = sub.add_parser("torch")
+    t.add_argument("--out", required=True)
+    tb = sub.add_parser("table")
+    tb.add_argument("--rafter-json", required=True)
+    tb.add_argument("--torch-json", required=True)
+    tb.add_argument("--machine")
+    if models is not None:
+        for p in (r, t, tb):
+            p.add_argument("--models", default=models)
+    args = ap.parse_args()
+    {"rafter": run_rafter, "torch": run_torch, "table": table}[args.mode](args)
+
+
 def eager_times(torch, fn, reps=30):
     """Sorted seconds of fn between events, each launch after an L2 read-flush, without a CUDA graph
     (for what a graph cannot hold: autograd's backward on the forward's stream, a Triton kernel whose

@@ -17,13 +17,12 @@ faster than torch.compile. The PyTorch side is timed with bench/gpu_operators_vs
 (rafter's: cold L2, CUDA graph, external events). Last, the hot-channel patch at about 1 % of K
 beside the NVFP4 GEMM it patches (target: <= 5 % of its time).
 """
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_operators_vs_pytorch import rafter_row, row_key, torch_timer  # noqa: E402
+from gpu_operators_vs_pytorch import rafter_row, row_key, stages_main, torch_timer  # noqa: E402
 from mix_roofs_table import at_mix, mixes  # noqa: E402
 
 
@@ -231,19 +230,7 @@ def table(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="mode", required=True)
-    r = sub.add_parser("rafter")
-    r.add_argument("--rafter", required=True)
-    r.add_argument("--out", required=True)
-    t = sub.add_parser("torch")
-    t.add_argument("--out", required=True)
-    tb = sub.add_parser("table")
-    tb.add_argument("--rafter-json", required=True)
-    tb.add_argument("--torch-json", required=True)
-    tb.add_argument("--machine")
-    args = ap.parse_args()
-    {"rafter": run_rafter, "torch": run_torch, "table": table}[args.mode](args)
+    stages_main(__doc__.splitlines()[0], run_rafter, run_torch, table)
 
 
 if __name__ == "__main__":
