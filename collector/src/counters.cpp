@@ -194,17 +194,23 @@ std::vector<RafterEvent> rafter_cpu_events(const std::string& pmu) {
           {"llc_misses", "LONGEST_LAT_CACHE:MISS", 1, "lines"}};
 }
 
-CounterSet::CounterSet(const std::vector<std::string>& native_events) {
+CounterSet::CounterSet(const std::vector<std::string>& native_events, int thread) {
   const CounterStatus& s = cpu_counter_status();
   if (!s.available) throw DeviceUnavailable("hardware counters " + s.summary());
   if (PAPI_create_eventset(&event_set_) != PAPI_OK) throw DeviceUnavailable("PAPI_create_eventset failed");
+  auto fail = [&](std::string what, int rc) {
+    PAPI_cleanup_eventset(event_set_);
+    PAPI_destroy_eventset(&event_set_);
+    throw DeviceUnavailable(fmt::format("{}: {}", what, PAPI_strerror(rc)));
+  };
+  if (thread != 0) {  // attaching needs the set bound to the CPU component first (component 0)
+    int rc = PAPI_assign_eventset_component(event_set_, 0);
+    if (rc == PAPI_OK) rc = PAPI_attach(event_set_, static_cast<unsigned long>(thread));
+    if (rc != PAPI_OK) fail(fmt::format("PAPI cannot attach to thread {}", thread), rc);
+  }
   for (const std::string& e : native_events) {
     const int rc = PAPI_add_named_event(event_set_, e.c_str());
-    if (rc != PAPI_OK) {
-      PAPI_cleanup_eventset(event_set_);
-      PAPI_destroy_eventset(&event_set_);
-      throw DeviceUnavailable(fmt::format("PAPI cannot count '{}': {}", e, PAPI_strerror(rc)));
-    }
+    if (rc != PAPI_OK) fail(fmt::format("PAPI cannot count '{}'", e), rc);
   }
   count_ = native_events.size();
 }

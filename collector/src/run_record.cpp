@@ -48,9 +48,30 @@ const LevelBytes* OperatorRecord::bytes_at(std::string_view level) const {
   return nullptr;
 }
 
+void set_counted_bytes(OperatorRecord& r, std::string_view level, double bytes) {
+  for (auto& b : r.bytes) {
+    if (b.level != level) continue;
+    if (b.source != Source::Counter) b.model_bytes = b.bytes;
+    b.bytes = bytes;
+    b.source = Source::Counter;
+    return;
+  }
+  r.bytes.emplace_back(std::string(level), bytes, Source::Counter);
+}
+
+std::optional<double> model_over_measured(const LevelBytes& b) {
+  if (b.source != Source::Counter || !b.model_bytes || !(b.bytes > 0)) return std::nullopt;
+  return *b.model_bytes / b.bytes;
+}
+
 json to_json(const OperatorRecord& r) {
   json bytes = json::array();
-  for (const auto& b : r.bytes) bytes.push_back({{"level", b.level}, {"bytes", b.bytes}, {"source", to_string(b.source)}});
+  for (const auto& b : r.bytes) {
+    json level = {{"level", b.level}, {"bytes", b.bytes}, {"source", to_string(b.source)}};
+    if (b.model_bytes) level["model_bytes"] = *b.model_bytes;
+    if (auto ratio = model_over_measured(b)) level["model_over_measured"] = *ratio;
+    bytes.push_back(std::move(level));
+  }
   json j = {{"op", r.op},
             {"label", r.label},
             {"phase", r.phase},
@@ -72,6 +93,7 @@ json to_json(const OperatorRecord& r) {
             {"details", r.details},
             {"note", r.note}};
   if (r.emulated) j["emulated_via"] = r.emulated_via;
+  if (!r.flops_counted.empty()) j["flops_counted"] = r.flops_counted;
   if (r.write_fraction) j["write_fraction"] = *r.write_fraction;
   if (r.time) j["time"] = to_json(*r.time);
   if (const auto& s = r.scaled_from)
@@ -132,13 +154,21 @@ OperatorRecord record_from_json(const JsonReader& r) {
   }
   JsonReader flops = r.object("flops");
   for (const auto& [k, v] : flops.raw().items()) o.flops[k] = flops.quantity(k);
+  if (r.has("flops_counted")) {
+    JsonReader counted = r.object("flops_counted");
+    for (const auto& [k, v] : counted.raw().items()) o.flops_counted[k] = counted.quantity(k);
+  }
   for (std::size_t i = 0; i < r.array("bytes").size(); ++i) {
     JsonReader b = r.element("bytes", i);
-    LevelBytes lb{b.string("level"), b.quantity("bytes"), Source::Analytic};
+    LevelBytes lb(b.string("level"), b.quantity("bytes"), Source::Analytic);
     try {
       lb.source = source_from_string(b.string("source"));
     } catch (const FormatError& e) {
       b.fail("source", e.what());
+    }
+    if (b.has("model_bytes")) {
+      if (lb.source != Source::Counter) b.fail("model_bytes", "only a counted level keeps a model figure");
+      lb.model_bytes = b.quantity("model_bytes");
     }
     o.bytes.push_back(lb);
   }

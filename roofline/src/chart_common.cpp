@@ -299,19 +299,31 @@ double draw_level_legend(svg::Writer& w, double x, double y, const std::vector<s
 }
 
 double draw_precision_legend(svg::Writer& w, double x, double y, const std::vector<std::string>& precisions,
-                             bool any_emulated) {
+                             const MarkerKey& key) {
   y = legend_header(w, x, y, "Precision (marker)");
   for (const auto& p : precisions) {
     w.marker(svg::precision_marker(p), x + 11, y - 4, 9, "#8a8a8a", false);
     w.text(x + 30, y, svg::upper(p), 12);
     y += 17;
   }
-  if (any_emulated) {
-    w.marker("circle", x + 11, y - 4, 9, "#555555", true);
-    w.text(x + 30, y, "hollow: emulated, on its path's roofs", 11.5);
+  auto line = [&](bool hollow, bool dashed, std::string_view text) {
+    w.marker("circle", x + 11, y - 4, 9, "#555555", hollow, {}, "", dashed);
+    w.text(x + 30, y, text, 11.5);
     y += 17;
-  }
+  };
+  if (key.counted) line(false, false, "solid: bytes counted by hardware");
+  if (key.analytic) line(true, false, "hollow: bytes from the analytic model");
+  if (key.emulated) line(false, true, "dashed: emulated, on its path's roofs");
   return y + 6;
+}
+
+MarkerKey marker_key(const RunPlacement& rp) {
+  MarkerKey key;
+  for (const auto& p : rp.records) {
+    key.emulated = key.emulated || p.emulated;
+    for (const auto& l : p.levels) (hollow_marker(l) ? key.analytic : key.counted) = true;
+  }
+  return key;
 }
 
 void draw_operator_key(svg::Writer& w, double x, double y, const RunPlacement& rp, double max_y,

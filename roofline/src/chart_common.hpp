@@ -18,8 +18,16 @@ bool drawable(const Placement& p);
 // The marker precisions in use (main compute class of each drawable record), first-seen order.
 std::vector<std::string> marker_precisions(const RunPlacement& rp);
 double draw_level_legend(svg::Writer& w, double x, double y, const std::vector<std::string>& levels);
+// Which marker styles a chart uses: solid (counted bytes), hollow (analytic bytes), dashed outline
+// (emulated precision).
+struct MarkerKey {
+  bool counted = false, analytic = false, emulated = false;
+};
+MarkerKey marker_key(const RunPlacement& rp);
+// Hollow unless the level's bytes were counted; dashed for an emulated record.
+inline bool hollow_marker(const LevelPoint& l) { return l.source != Source::Counter; }
 double draw_precision_legend(svg::Writer& w, double x, double y, const std::vector<std::string>& precisions,
-                             bool any_emulated);
+                             const MarkerKey& key);
 // Numbered operator list (the numbers that label points), share of step on the right.
 // `drawn` (optional, one flag per record) overrides which records count as drawn (black, not grey).
 void draw_operator_key(svg::Writer& w, double x, double y, const RunPlacement& rp, double max_y,

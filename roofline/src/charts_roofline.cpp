@@ -97,11 +97,11 @@ void draw_marks(svg::Writer& w, LabelPlacer& placer, const std::vector<OperatorM
       if (!(l.ai_flops_per_byte > 0)) continue;
       auto pos = std::find(levels.begin(), levels.end(), l.level) - levels.begin();
       w.marker(svg::precision_marker(p.main_class), m.xy[i].first, m.xy[i].second, 9,
-               svg::level_colour(l.level, static_cast<std::size_t>(pos)), p.emulated,
+               svg::level_colour(l.level, static_cast<std::size_t>(pos)), detail::hollow_marker(l),
                {{"class", "point"}, {"data-level", l.level}, {"data-precision", p.main_class},
                 {"data-op", p.display_name()}, {"data-ai", fmt::format("{:g}", l.ai_flops_per_byte)},
                 {"data-flops", fmt::format("{:g}", p.flops_per_second)}},
-               point_title(p, l));
+               point_title(p, l), p.emulated);
     }
     w.close_group();
     double lx = row.front().first, rx = row.back().first, y = row.front().second;
@@ -150,8 +150,7 @@ std::string hierarchical_roofline_svg(const RunPlacement& rp, const ChartOptions
   w.close_group();
   double lx = f.right + 28, ly = f.top + 6;
   ly = detail::draw_level_legend(w, lx, ly, levels);
-  bool any_emulated = std::any_of(rp.records.begin(), rp.records.end(), [](const auto& p) { return p.emulated; });
-  ly = detail::draw_precision_legend(w, lx, ly, detail::marker_precisions(rp), any_emulated);
+  ly = detail::draw_precision_legend(w, lx, ly, detail::marker_precisions(rp), detail::marker_key(rp));
   detail::draw_operator_key(w, lx, ly, rp, height - 30);
   int untimed = rp.untimed_records, no_flops = 0;
   for (const auto& p : rp.records) no_flops += p.timed && !drawable(p);

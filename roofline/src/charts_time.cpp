@@ -120,13 +120,14 @@ void draw_operator(svg::Writer& w, const PlotFrame& f, const Placement& p, int i
       w.line(x, ry, x, y, colour, 1, {{"stroke-dasharray", "2 2"}, {"data-level", l.level}, {"class", "to-roof"}});
       w.line(x - 7, ry, x + 7, ry, colour, 2.4, {{"data-level", l.level}, {"class", "level-roof"}});
     }
-    w.marker(svg::precision_marker(p.main_class), x, y, 9, colour, p.emulated,
+    w.marker(svg::precision_marker(p.main_class), x, y, 9, colour, detail::hollow_marker(l),
              {{"class", "point"}, {"data-level", l.level}, {"data-precision", p.main_class},
               {"data-op", p.display_name()}, {"data-ai", fmt::format("{:g}", l.ai_flops_per_byte)},
               {"data-seconds", fmt::format("{:g}", p.seconds_per_call)}},
              fmt::format("{} at {}: {} per call; this level's roof {} (AI {} FLOP/B); bound {}, efficiency {}",
                          p.display_name(), l.level, format_seconds(p.seconds_per_call), format_seconds(roof),
-                         format_intensity(l.ai_flops_per_byte), p.binding_name(), format_percent(p.efficiency)));
+                         format_intensity(l.ai_flops_per_byte), p.binding_name(), format_percent(p.efficiency)),
+             p.emulated);
   }
   w.close_group();
 }
@@ -167,8 +168,7 @@ void draw_operator_numbers(svg::Writer& w, LabelPlacer& placer, const PlotFrame&
 void draw_time_legend(svg::Writer& w, double x, double y, const RunPlacement& rp, double height,
                       const std::vector<bool>& selected) {
   y = detail::draw_level_legend(w, x, y, rp.memory_levels());
-  bool any_emulated = std::any_of(rp.records.begin(), rp.records.end(), [](const auto& p) { return p.emulated; });
-  y = detail::draw_precision_legend(w, x, y, detail::marker_precisions(rp), any_emulated);
+  y = detail::draw_precision_legend(w, x, y, detail::marker_precisions(rp), detail::marker_key(rp));
   y = detail::legend_header(w, x, y, "Roofs");
   w.line(x, y - 4, x + 22, y - 4, "#9a9a9a", 1.2);
   w.text(x + 30, y, "operator's roof, tightest level", 11.5);

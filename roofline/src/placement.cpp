@@ -37,15 +37,32 @@ bool has_measured_time(const OperatorRecord& r) {
 
 // FLOPs by the compute class that judges them: an emulated record's own class is replaced by the
 // class of the path it really ran on.
+// Counted FLOPs, where a counted pass ran, place the record; the model's stay beside them.
 void collect_flops(const OperatorRecord& r, Placement& p) {
   std::string own = compute_class_of(r.precision);
-  for (const auto& [name, flops] : r.flops) {
+  const bool counted = !r.flops_counted.empty();
+  p.flops_source = counted ? Source::Counter : Source::Analytic;
+  for (const auto& [name, flops] : counted ? r.flops_counted : r.flops) {
     if (!(flops > 0)) continue;
     std::string cls = compute_class_of(name);
     if (r.emulated && (cls == own || name == r.precision)) cls = p.judged_as;
     p.flops_by_class[cls] += flops;
     p.total_flops += flops;
   }
+  p.model_flops = counted ? r.total_flops() : p.total_flops;
+  if (counted && p.total_flops > 0 && std::abs(p.model_flops - p.total_flops) > kModelMismatch * p.total_flops)
+    p.remarks.push_back(fmt::format("model/measured FLOPs {:.2f}: the analytic model {} the counted work",
+                                    p.model_flops / p.total_flops,
+                                    p.model_flops < p.total_flops ? "understates" : "overstates"));
+}
+
+// A counted level whose analytic figure is off by more than kModelMismatch gets a remark.
+void judge_model(const LevelBytes& lb, LevelPoint& pt, Placement& p) {
+  pt.model_over_measured = model_over_measured(lb);
+  if (!pt.model_over_measured || std::abs(*pt.model_over_measured - 1) <= kModelMismatch) return;
+  p.remarks.push_back(fmt::format("model/measured {} bytes {:.2f}: the analytic model {} this level's traffic",
+                                  lb.level, *pt.model_over_measured,
+                                  *pt.model_over_measured < 1 ? "misses part of" : "overstates"));
 }
 
 void add_compute_bounds(Placement& p, const DeviceRoofs& roofs) {
@@ -78,7 +95,8 @@ void add_traffic_bounds(const OperatorRecord& r, Placement& p, const DeviceRoofs
     }
     const BandwidthRoof* roof = roofs.memory_for(lb.level);
     ResourceBound b{ResourceKind::Memory, lb.level, lb.bytes, lb.source, 0, 0};
-    LevelPoint pt{lb.level, lb.bytes, lb.source, p.total_flops / lb.bytes, 0, 0};
+    LevelPoint pt{lb.level, lb.bytes, lb.source, p.total_flops / lb.bytes, 0, 0, std::nullopt};
+    judge_model(lb, pt, p);
     if (roof) {
       // The roof of the record's own read:write mix (a read-heavy stream is not judged on the
       // write-only figure, nor a copy on the read-only one).

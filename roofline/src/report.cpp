@@ -2,6 +2,8 @@
 #include "rafter/roofline/report.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -31,7 +33,31 @@ std::string precision_text(const Placement& p) {
   return p.emulated ? p.precision + "→" + p.judged_as : p.precision;
 }
 
-std::vector<std::string> table_row(const Placement& p, const std::vector<std::string>& levels) {
+// Levels where some record's bytes were counted: each gets a "model/measured" column.
+std::vector<std::string> counted_levels(const RunPlacement& rp) {
+  std::vector<std::string> out;
+  for (const auto& level : rp.memory_levels())
+    for (const auto& p : rp.records)
+      for (const auto& l : p.levels)
+        if (l.level == level && l.model_over_measured && std::find(out.begin(), out.end(), level) == out.end())
+          out.push_back(level);
+  return out;
+}
+
+std::optional<double> model_ratio(const Placement& p, const std::string& level) {
+  for (const auto& l : p.levels)
+    if (l.level == level) return l.model_over_measured;
+  return std::nullopt;
+}
+
+// "0.42!" marks a ratio off by more than kModelMismatch.
+std::string ratio_text(std::optional<double> r) {
+  if (!r) return "-";
+  return fmt::format("{:.2f}{}", *r, std::abs(*r - 1) > kModelMismatch ? "!" : "");
+}
+
+std::vector<std::string> table_row(const Placement& p, const std::vector<std::string>& levels,
+                                   const std::vector<std::string>& counted) {
   std::vector<std::string> row = {p.display_name(), p.phase, precision_text(p), fmt::format("{:g}", p.count)};
   if (p.timed) {
     row.push_back(format_seconds(p.seconds_per_call));
@@ -46,6 +72,7 @@ std::vector<std::string> table_row(const Placement& p, const std::vector<std::st
       if (l.level == level) ai = format_intensity(l.ai_flops_per_byte);
     row.push_back(ai);
   }
+  for (const auto& level : counted) row.push_back(ratio_text(model_ratio(p, level)));
   row.push_back(p.binding_name());
   if (p.timed && p.binding) {
     row.push_back(format_percent(p.efficiency));
@@ -127,9 +154,11 @@ std::vector<std::vector<std::string>> report_rows(const RunPlacement& rp) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head = {"operator", "phase", "precision", "count", "time", "% step", "FLOP/s"};
   for (const auto& l : levels) head.push_back(fmt::format("AI {}", l));
+  const auto counted = counted_levels(rp);
+  for (const auto& l : counted) head.push_back(fmt::format("model/measured {}", l));
   head.insert(head.end(), {"bound", "efficiency", "gap"});
   rows.push_back(head);
-  for (const auto& p : rp.records) rows.push_back(table_row(p, levels));
+  for (const auto& p : rp.records) rows.push_back(table_row(p, levels, counted));
   return rows;
 }
 
@@ -142,7 +171,8 @@ std::string format_report_csv(const RunPlacement& rp) {
   std::string out = "operator,op,phase,precision,judged_as,emulated,status,count,seconds_per_call,step_seconds,"
                     "share_of_step,flops_per_call,flops_per_second";
   for (const auto& l : levels) out += fmt::format(",ai_{}_flops_per_byte", csv_field(l));
-  out += ",bound,bound_seconds,efficiency,gap_seconds\n";
+  for (const auto& l : levels) out += fmt::format(",{}_bytes_source,{}_model_over_measured", csv_field(l), csv_field(l));
+  out += ",flops_source,bound,bound_seconds,efficiency,gap_seconds\n";
   for (const auto& p : rp.records) {
     out += fmt::format("{},{},{},{},{},{},{},{:g},{:g},{:g},{:g},{:g},{:g}", csv_field(p.display_name()),
                        csv_field(p.op), csv_field(p.phase), csv_field(p.precision), csv_field(p.judged_as),
@@ -154,8 +184,15 @@ std::string format_report_csv(const RunPlacement& rp) {
         if (l.level == level) ai = l.ai_flops_per_byte;
       out += fmt::format(",{:g}", ai);
     }
-    out += fmt::format(",{},{:g},{:g},{:g}\n", csv_field(p.binding_name()), p.bound_seconds, p.efficiency,
-                       p.gap_seconds);
+    for (const auto& level : levels) {
+      const LevelPoint* point = nullptr;
+      for (const auto& l : p.levels)
+        if (l.level == level) point = &l;
+      const auto ratio = point ? point->model_over_measured : std::nullopt;
+      out += fmt::format(",{},{}", point ? to_string(point->source) : "", ratio ? fmt::format("{:g}", *ratio) : "");
+    }
+    out += fmt::format(",{},{},{:g},{:g},{:g}\n", to_string(p.flops_source), csv_field(p.binding_name()),
+                       p.bound_seconds, p.efficiency, p.gap_seconds);
   }
   return out;
 }
@@ -177,6 +214,7 @@ nlohmann::json report_json(const RunPlacement& rp) {
                         {"precision", p.precision}, {"judged_as", p.judged_as}, {"emulated", p.emulated},
                         {"status", to_string(p.status)}, {"count", p.count}, {"timed", p.timed},
                         {"flops_per_call", p.total_flops}, {"flops_by_class", p.flops_by_class},
+                        {"flops_source", to_string(p.flops_source)}, {"model_flops_per_call", p.model_flops},
                         {"bound", p.binding_name()}, {"bound_seconds", p.bound_seconds},
                         {"remarks", p.remarks}};
     if (p.timed)
@@ -185,11 +223,14 @@ nlohmann::json report_json(const RunPlacement& rp) {
                 {"flops_per_second_by_class", p.flops_per_second_by_class}, {"efficiency", p.efficiency},
                 {"gap_seconds", p.gap_seconds}});
     nlohmann::json levels = nlohmann::json::array();
-    for (const auto& l : p.levels)
-      levels.push_back({{"level", l.level}, {"bytes", l.bytes}, {"source", to_string(l.source)},
-                        {"ai_flops_per_byte", l.ai_flops_per_byte},
-                        {"bandwidth_bytes_per_second", l.bandwidth_bytes_per_second},
-                        {"roof_flops_per_second", l.roof_flops_per_second}});
+    for (const auto& l : p.levels) {
+      nlohmann::json level = {{"level", l.level}, {"bytes", l.bytes}, {"source", to_string(l.source)},
+                              {"ai_flops_per_byte", l.ai_flops_per_byte},
+                              {"bandwidth_bytes_per_second", l.bandwidth_bytes_per_second},
+                              {"roof_flops_per_second", l.roof_flops_per_second}};
+      if (l.model_over_measured) level["model_over_measured"] = *l.model_over_measured;
+      levels.push_back(std::move(level));
+    }
     nlohmann::json bounds = nlohmann::json::array();
     for (const auto& b : p.bounds)
       bounds.push_back({{"kind", to_string(b.kind)}, {"resource", b.resource}, {"amount", b.amount},

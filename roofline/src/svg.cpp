@@ -52,12 +52,13 @@ void Writer::text(double x, double y, std::string_view content, double size_px, 
 }
 
 void Writer::marker(std::string_view shape, double x, double y, double size_px, std::string_view colour,
-                    bool hollow, const Attrs& extra, std::string_view title) {
+                    bool hollow, const Attrs& extra, std::string_view title, bool dashed) {
   double r = size_px / 2;
   std::string fill = hollow ? "#ffffff" : std::string(colour);
-  std::string common = fmt::format("fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}", fill,
-                                   hollow ? std::string(colour) : std::string("#1a1a1a"), hollow ? 1.6 : 0.7,
-                                   attrs_text(extra));
+  const double stroke_width = hollow || dashed ? 1.6 : 0.7;
+  std::string common = fmt::format("fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}{}", fill,
+                                   hollow ? std::string(colour) : std::string("#1a1a1a"), stroke_width,
+                                   dashed ? " stroke-dasharray=\"2.2 1.4\"" : "", attrs_text(extra));
   std::string t = title.empty() ? "" : fmt::format("<title>{}</title>", xml_escape(title));
   auto poly = [&](std::vector<std::pair<double, double>> pts) {
     std::string p;

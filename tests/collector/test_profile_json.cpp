@@ -189,6 +189,37 @@ TEST(RunRecord, JsonRoundTripAndHelpers) {
   EXPECT_EQ(to_json(back.records[0].time.value()).value("value_is", ""), "median");
 }
 
+TEST(RunRecord, CountedBytesKeepTheModelBeside) {
+  rafter::Run run = sample_run();
+  OperatorRecord& r = run.records[0];
+  set_counted_bytes(r, "DRAM", 4e5);  // model 2e5
+  set_counted_bytes(r, "L2", 3e6);    // the model had no L2 figure
+  r.flops_counted["bf16"] = 2.0 * 64 * 128 * 256;
+  ASSERT_TRUE(r.bytes_at("DRAM")->model_bytes.has_value());
+  EXPECT_DOUBLE_EQ(*model_over_measured(*r.bytes_at("DRAM")), 0.5);
+  EXPECT_FALSE(model_over_measured(*r.bytes_at("L2")).has_value());
+  EXPECT_FALSE(model_over_measured(*r.bytes_at("L1")).has_value());  // analytic
+  set_counted_bytes(r, "DRAM", 5e5);  // a second count keeps the model's figure, not the first count
+  EXPECT_DOUBLE_EQ(*r.bytes_at("DRAM")->model_bytes, 2e5);
+  const auto j = to_json(run);
+  EXPECT_DOUBLE_EQ(j["records"][0]["bytes"][1]["model_over_measured"].get<double>(), 0.4);
+  rafter::Run back = run_from_json(j);
+  EXPECT_EQ(to_json(back), j);
+  EXPECT_EQ(back.records[0].bytes_at("L2")->source, Source::Counter);
+  EXPECT_EQ(back.records[0].flops_counted, r.flops_counted);
+  auto broken = j;
+  broken["records"][0]["bytes"][0]["model_bytes"] = 1e6;  // L1 is analytic
+  try {
+    run_from_json(broken);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "run.json.records[0].bytes[0].model_bytes: only a counted level keeps a model figure");
+  }
+  broken = j;
+  broken["records"][0]["flops_counted"]["bf16"] = -1;
+  EXPECT_THROW(run_from_json(broken), FormatError);
+}
+
 TEST(RunRecord, BrokenFieldIsNamed) {
   auto j = to_json(sample_run());
   j["records"][0].erase("time");

@@ -70,6 +70,37 @@ Frame frame_of(const std::string& svg) {
   return f;
 }
 
+TEST(Charts, CountedPointsAreSolidAnalyticHollowEmulatedDashed) {
+  OperatorRecord counted = test::make_record("counted", "bf16", 1e9, 4e8, 2e8, 0.025);
+  set_counted_bytes(counted, "DRAM", 2.2e8);
+  OperatorRecord emulated = test::make_record("emulated", "fp8", 1e9, 4e8, 2e8, 0.025);
+  emulated.emulated = true;
+  emulated.emulated_via = "bf16";
+  auto rp = place_run(test::make_run({counted, emulated}), test::small_machine());
+  for (const auto& svg : {hierarchical_roofline_svg(rp), time_roofline_svg(rp)}) {
+    int solid = 0, hollow = 0, dashed = 0;
+    for (auto& pt : svg_elements(svg, "polygon", {{"class", "point"}})) {
+      const bool is_hollow = pt["fill"] == "#ffffff";
+      EXPECT_EQ(is_hollow, !(pt["data-op"] == "counted" && pt["data-level"] == "DRAM")) << pt["data-op"];
+      (is_hollow ? hollow : solid) += 1;
+      dashed += pt.count("stroke-dasharray") && pt["data-op"] == "emulated";
+      EXPECT_EQ(pt.count("stroke-dasharray") > 0, pt["data-op"] == "emulated");
+    }
+    for (auto& pt : svg_elements(svg, "circle", {{"class", "point"}})) {
+      const bool is_hollow = pt["fill"] == "#ffffff";
+      EXPECT_EQ(is_hollow, !(pt["data-op"] == "counted" && pt["data-level"] == "DRAM")) << pt["data-op"];
+      (is_hollow ? hollow : solid) += 1;
+      dashed += pt.count("stroke-dasharray") && pt["data-op"] == "emulated";
+    }
+    EXPECT_EQ(solid, 1);
+    EXPECT_EQ(hollow, 3);
+    EXPECT_EQ(dashed, 2);
+    EXPECT_NE(svg.find("solid: bytes counted by hardware"), std::string::npos);
+    EXPECT_NE(svg.find("hollow: bytes from the analytic model"), std::string::npos);
+    EXPECT_NE(svg.find("dashed: emulated"), std::string::npos);
+  }
+}
+
 TEST(Charts, PointOfKnownAiAndFlopsLandsWhereTheAxesSay) {
   // 1 GFLOP in 25 ms = 40 GFLOP/s; AI 5 at L2 (0.2 GB), 10 at DRAM (0.1 GB).
   auto rp = place_run(test::make_run({test::make_record("op", "bf16", 1e9, 2e8, 1e8, 0.025)}), test::small_machine());

@@ -37,6 +37,49 @@ TEST(Placement, BoundsEfficiencyAndGapByHand) {
   EXPECT_DOUBLE_EQ(p.share_of_step, 1.0);
 }
 
+TEST(Placement, CountedBytesAndFlopsPlaceTheRecordAndMismatchesAreFlagged) {
+  // Counted: L2 0.8 GB (the model said 0.4 GB: 0.50, flagged), DRAM 0.21 GB (model 0.2: 0.95, not
+  // flagged), 1.1 GFLOP (model 1 GFLOP: within 25 %).
+  OperatorRecord r = make_record("mlp", "bf16", 1e9, 4e8, 2e8, 0.025);
+  set_counted_bytes(r, "L2", 8e8);
+  set_counted_bytes(r, "DRAM", 2.1e8);
+  r.flops_counted["bf16"] = 1.1e9;
+  auto rp = place_run(make_run({r}), small_machine());
+  const Placement& p = rp.records.at(0);
+  EXPECT_EQ(p.flops_source, Source::Counter);
+  EXPECT_DOUBLE_EQ(p.total_flops, 1.1e9);
+  EXPECT_DOUBLE_EQ(p.model_flops, 1e9);
+  ASSERT_EQ(p.levels.size(), 2u);
+  EXPECT_EQ(p.levels[0].source, Source::Counter);
+  EXPECT_DOUBLE_EQ(p.levels[0].ai_flops_per_byte, 1.1e9 / 8e8);
+  ASSERT_TRUE(p.levels[0].model_over_measured.has_value());
+  EXPECT_DOUBLE_EQ(*p.levels[0].model_over_measured, 0.5);
+  EXPECT_NEAR(*p.levels[1].model_over_measured, 2e8 / 2.1e8, 1e-12);
+  EXPECT_DOUBLE_EQ(p.bound_seconds, 0.021);  // counted DRAM bytes / 10 GB/s
+  int flagged = 0;
+  for (const auto& remark : p.remarks) flagged += remark.find("model/measured") != std::string::npos;
+  EXPECT_EQ(flagged, 1);
+  EXPECT_NE(format_report_footer(rp).find("model/measured L2 bytes 0.50"), std::string::npos);
+  // The table gains one column per counted level; the flagged ratio carries a '!'.
+  const auto table = format_report_table(rp);
+  EXPECT_NE(table.find("model/measured L2"), std::string::npos);
+  EXPECT_NE(table.find("model/measured DRAM"), std::string::npos);
+  EXPECT_NE(table.find("0.50!"), std::string::npos);
+  EXPECT_NE(table.find("0.95 "), std::string::npos);
+  EXPECT_NE(format_report_csv(rp).find(",counter,0.5,"), std::string::npos);
+  EXPECT_DOUBLE_EQ(report_json(rp)["records"][0]["levels"][0]["model_over_measured"].get<double>(), 0.5);
+  // Counted FLOPs 3x the model's: flagged as well; an all-analytic run has no such column.
+  r.flops_counted["bf16"] = 3e9;
+  flagged = 0;
+  const auto rp3 = place_run(make_run({r}), small_machine());
+  for (const auto& remark : rp3.records[0].remarks)
+    flagged += remark.find("model/measured") != std::string::npos;
+  EXPECT_EQ(flagged, 2);
+  const auto plain = format_report_table(place_run(make_run({make_record("mlp", "bf16", 1e9, 4e8, 2e8, 0.025)}),
+                                                   small_machine()));
+  EXPECT_EQ(plain.find("model/measured"), std::string::npos);
+}
+
 TEST(Placement, ComputeBoundAndFasterThanRoofIsFlagged) {
   // 5 GFLOP in bf16: t = 50 ms on compute; measured 40 ms is faster than the roof allows.
   auto rp = place_run(make_run({make_record("qkv", "bf16", 5e9, 1e8, 1e8, 0.04)}), small_machine());

@@ -60,7 +60,8 @@ std::vector<RafterEvent> rafter_cpu_events(const std::string& pmu_name);
 // reason) when counters are unavailable, so callers never receive made-up zeros.
 class CounterSet {
  public:
-  explicit CounterSet(const std::vector<std::string>& native_events);
+  // `thread`: a thread id of this process to attach to (Linux tid); 0 counts the calling thread.
+  explicit CounterSet(const std::vector<std::string>& native_events, int thread = 0);
   ~CounterSet();
   CounterSet(const CounterSet&) = delete;
   CounterSet& operator=(const CounterSet&) = delete;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rafter/collector/machine_profile.hpp"
@@ -18,9 +19,16 @@ inline constexpr int kRunSchemaVersion = 1;
 // Bytes moved at one memory level ("L1", "L2", "L3", "DRAM", "HBM", "shared", or a link name
 // such as "nvlink", "pcie") with where the number came from (analytic model or counters).
 struct LevelBytes {
+  LevelBytes() = default;
+  LevelBytes(std::string level_name, double bytes_per_call, Source from,
+             std::optional<double> model = std::nullopt)
+      : level(std::move(level_name)), bytes(bytes_per_call), source(from), model_bytes(model) {}
   std::string level;
   double bytes = 0;
   Source source = Source::Analytic;
+  // The analytic model's figure, kept beside a counted one (source Counter) so that the report can
+  // show model/measured; absent when the bytes are analytic or the model has none for this level.
+  std::optional<double> model_bytes;
 };
 
 // The correctness check made before timing: relative error against the FP64 reference.
@@ -63,7 +71,10 @@ struct OperatorRecord {
   double count = 1;       // occurrences in one model step
   RecordStatus status = RecordStatus::Planned;
   std::optional<Figure> time;  // seconds per call (measured)
-  std::map<std::string, double> flops;  // FLOPs per call, per precision
+  std::map<std::string, double> flops;  // FLOPs per call, per precision (the analytic model)
+  // FLOPs per call counted by hardware counters, per precision (same keys as `flops`); empty when
+  // no counted pass ran. The roofline places a record by these where present.
+  std::map<std::string, double> flops_counted;
   std::vector<LevelBytes> bytes;        // bytes per call, per memory level / link
   double compulsory_bytes = 0;          // every input read once, every output written once
   // The written share of compulsory_bytes (0 read-only … 1 write-only): the roofline judges the
@@ -93,6 +104,13 @@ struct Run {
   // that finished are intact and the rest are NotRun.
   std::string interrupted;
 };
+
+// Replaces the bytes at `level` by a counted figure (source Counter), keeping the analytic figure
+// that was there as model_bytes; adds the level when the model had none.
+void set_counted_bytes(OperatorRecord& r, std::string_view level, double bytes);
+
+// model / measured for a counted level, nullopt when either is missing or the measured figure is 0.
+std::optional<double> model_over_measured(const LevelBytes& b);
 
 nlohmann::json to_json(const OperatorRecord& r);
 nlohmann::json to_json(const Run& r);

@@ -37,7 +37,13 @@ struct LevelPoint {
   double ai_flops_per_byte = 0;        // total FLOPs / bytes at this level (0 when no FLOPs)
   double bandwidth_bytes_per_second = 0;  // 0 when the profile has no roof for this level
   double roof_flops_per_second = 0;    // min(peak, AI x BW) at this level's AI
+  // Analytic bytes / counted bytes where both exist (the report's "model/measured").
+  std::optional<double> model_over_measured;
 };
+
+// The analytic model and the counters disagree when |model - measured| > kModelMismatch x measured
+// (e.g. GEMM tiles re-reading operands from L2); such records get a remark.
+inline constexpr double kModelMismatch = 0.25;
 
 struct Placement {
   // Identity, copied from the record.
@@ -58,6 +64,8 @@ struct Placement {
   double share_of_step = 0;       // step_seconds / the run's timed step time
 
   double total_flops = 0;         // per call
+  Source flops_source = Source::Analytic;  // Counter when the record's FLOPs were counted
+  double model_flops = 0;         // the analytic FLOPs per call (equal to total_flops when not counted)
   std::map<std::string, double> flops_by_class;             // per call, by compute class
   std::map<std::string, double> flops_per_second_by_class;  // achieved (timed records only)
   double flops_per_second = 0;    // total achieved

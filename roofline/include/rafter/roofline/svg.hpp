@@ -24,9 +24,10 @@ class Writer {
   void text(double x, double y, std::string_view content, double size_px, std::string_view anchor = "start",
             const Attrs& extra = {}, double rotate_deg = 0);
   // A marker of `shape` ("circle", "square", "diamond", "triangle", "triangle_down", "cross", "plus",
-  // "star") centred at (x, y); hollow markers are drawn with a white fill.
+  // "star") centred at (x, y); hollow markers are drawn with a white fill, dashed ones with a
+  // dashed outline.
   void marker(std::string_view shape, double x, double y, double size_px, std::string_view colour, bool hollow,
-              const Attrs& extra = {}, std::string_view title = "");
+              const Attrs& extra = {}, std::string_view title = "", bool dashed = false);
   void open_group(const Attrs& attrs);
   void close_group();
   void clip_rect(std::string_view id, double x, double y, double w, double h);  // a <clipPath>
