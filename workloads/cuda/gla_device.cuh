@@ -113,6 +113,42 @@ __device__ __forceinline__ void mma16(float (&c)[4], const T* a, int ars, int ac
   }
 }
 
+// acc (a warp's 16 rows x 64 columns, m16n8k16 fragments) += A[rows][kk] · B[kk][0..64) for kk in
+// [kk_begin, kk_end), 16 at a time; `a_rows` points at the warp's first row, A and B are row-major
+// with stride kLd.
+template <class T>
+__device__ __forceinline__ void mma_rows_x64(float (&acc)[8][4], const T* a_rows, const T* b, int kk_begin,
+                                             int kk_end) {
+  for (int kk = kk_begin; kk < kk_end; kk += 16)
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) mma16(acc[nt], a_rows + kk, kLd, 1, b + kk * kLd + nt * 8, kLd, 1);
+}
+
+// Stores a warp's fragment (rows [16w, 16w + 16) of 64 columns): fragment row r goes to row_ptr(r)
+// (r counted from the tile's first row); rows from `rows` on and columns from `w` on are skipped.
+template <class T, class RowPtr>
+__device__ __forceinline__ void store_rows_x64(const float (&acc)[8][4], RowPtr row_ptr, int rows, int w) {
+  const int lane = threadIdx.x & 31, first = (threadIdx.x >> 5) * 16 + (lane >> 2), qq = lane & 3;
+  T* const top = first < rows ? row_ptr(first) : nullptr;  // each row's address once, not per column
+  T* const bottom = first + 8 < rows ? row_ptr(first + 8) : nullptr;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    const int c = nt * 8 + 2 * qq;
+    if (c >= w) continue;
+    if (top) store2(top + c, acc[nt][0], acc[nt][1]);
+    if (bottom) store2(bottom + c, acc[nt][2], acc[nt][3]);
+  }
+}
+
+// Scales a fragment's two rows (the thread's r0 and r0 + 8) by their decays.
+__device__ __forceinline__ void scale_rows(float (&acc)[8][4], float top, float bottom) {
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    acc[nt][0] *= top, acc[nt][1] *= top;
+    acc[nt][2] *= bottom, acc[nt][3] *= bottom;
+  }
+}
+
 // b[t][i] = Σ_{τ≤t} g[τ][i] over the chunk's C rows and kTile columns from the raw tile graw
 // [C][kLd]: two threads per column (the chunk's halves), 128 threads. Ends with a barrier.
 template <class T>

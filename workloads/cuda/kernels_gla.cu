@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kThreads) gla_states(const T* __restrict__ k, 
   extern __shared__ __align__(16) unsigned char smem[];
   const int C = d.chunk, bh = blockIdx.z, j0 = blockIdx.x * kTile, i0 = blockIdx.y * kTile, te = C * kLd;
   const int wv = min(kTile, d.dv - j0), wk = min(kTile, d.dk - i0);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, qq = lane & 3;
+  const int warp = threadIdx.x >> 5, gq = (threadIdx.x & 31) >> 2;
   T* raw = reinterpret_cast<T*>(smem);                // [2][k, v, g][C][kLd]
   float* b = reinterpret_cast<float*>(raw + 6 * te);  // [C][kLd]
   T* kdT = reinterpret_cast<T*>(b + te);              // [kTile][kLd]: (k_τ ∘ e^{b_C − b_τ})ᵀ
@@ -178,16 +178,7 @@ __global__ void __launch_bounds__(kThreads) gla_states(const T* __restrict__ k, 
   dev::cp_async_commit();
   for (int n = 0; n < d.chunks; ++n) {
     T* hn = h + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const int c = nt * 8 + 2 * qq;
-      if (c >= wv) continue;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = r0 + 8 * half;
-        if (r < wk) store2(hn + std::size_t(r) * d.dv + c, acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
-    }
+    store_rows_x64<T>(acc, [&](int r) { return hn + std::size_t(r) * d.dv; }, wk, wv);
     if (n + 1 == d.chunks) break;
     if (n + 2 < d.chunks) stage(n + 1);  // the last chunk's inputs update no stored state
     dev::cp_async_commit();
@@ -202,16 +193,8 @@ __global__ void __launch_bounds__(kThreads) gla_states(const T* __restrict__ k, 
       kdT[i * kLd + t] = from_f<T>(to_f(kr[t * kLd + i]) * gate_exp<T>(last[i] - b[t * kLd + i]));
     }
     __syncthreads();
-    const float decay0 = gate_exp<T>(last[r0]), decay1 = gate_exp<T>(last[r0 + 8]);
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      acc[nt][0] *= decay0, acc[nt][1] *= decay0;
-      acc[nt][2] *= decay1, acc[nt][3] *= decay1;
-    }
-    for (int kk = 0; kk < C; kk += 16)
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-        mma16(acc[nt], kdT + warp * 16 * kLd + kk, kLd, 1, vr + kk * kLd + nt * 8, kLd, 1);
+    scale_rows(acc, gate_exp<T>(last[r0]), gate_exp<T>(last[r0 + 8]));
+    mma_rows_x64(acc, kdT + warp * 16 * kLd, vr, 0, C);
     __syncthreads();  // this chunk's buffers and kdT are free
   }
 }
@@ -226,7 +209,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   const int C = d.chunk, j0 = blockIdx.x * kTile, n = blockIdx.y, bh = blockIdx.z, t0 = n * C, te = C * kLd;
   const int wv = min(kTile, d.dv - j0);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, qq = lane & 3;
+  const int warp = threadIdx.x >> 5;
   float* b = reinterpret_cast<float*>(smem);  // [C][kLd]
   float* As = b + te;                         // [C][kLd]: the chunk's scores
   T* qr = reinterpret_cast<T*>(As + te);      // [C][kLd]: q, then q_t ∘ e^{b_t}, then the scores
@@ -258,11 +241,7 @@ __global__ void __launch_bounds__(kThreads)
       qr[t * kLd + i] = from_f<T>(to_f(qr[t * kLd + i]) * gate_exp<T>(b[t * kLd + i]));
     }
     __syncthreads();
-    if (active)
-      for (int kk = 0; kk < wk; kk += 16)
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-          mma16(acc[nt], qr + warp * 16 * kLd + kk, kLd, 1, hs + kk * kLd + nt * 8, kLd, 1);
+    if (active) mma_rows_x64(acc, qr + warp * 16 * kLd, hs, 0, wk);
     __syncthreads();  // q, g and the state slice are free for the next slice
   }
   for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x) {
@@ -271,20 +250,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   if (!active) return;
-  for (int kk = 0; kk <= warp * 16; kk += 16)  // causal: scores past the warp's rows are zero
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-      mma16(acc[nt], qr + warp * 16 * kLd + kk, kLd, 1, vr + kk * kLd + nt * 8, kLd, 1);
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    const int c = nt * 8 + 2 * qq;
-    if (c >= wv) continue;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      store2(o + d.row(bh, t0 + warp * 16 + gq + 8 * half) * d.dv + j0 + c, acc[nt][2 * half],
-             acc[nt][2 * half + 1]);
-    }
-  }
+  mma_rows_x64(acc, qr + warp * 16 * kLd, vr, 0, warp * 16 + 16);  // causal: later scores are zero
+  store_rows_x64<T>(acc, [&](int r) { return o + d.row(bh, t0 + r) * d.dv + j0; }, C, wv);
 }
 
 int scores_smem_bytes(int C, int elem) {
@@ -293,28 +260,6 @@ int scores_smem_bytes(int C, int elem) {
 }
 int states_smem_bytes(int C, int elem) { return C * kLd * (6 * elem + 4) + kTile * kLd * elem; }
 int output_smem_bytes(int C, int elem) { return C * kLd * (8 + 3 * elem) + kTile * kLd * elem; }
-
-template <class T>
-void chunked_fwd(const T* q, const T* k, const T* v, const T* g, T* o, void* scratch, const GlaShape& s,
-                 cudaStream_t stream) {
-  const Dims d{int(s.seq), int(s.heads), int(s.dk), int(s.dv), int(s.chunk), int(s.seq / s.chunk)};
-  const int C = d.chunk, e = int(sizeof(T));
-  const unsigned bh = unsigned(s.batch * s.heads);
-  auto* A = static_cast<float*>(scratch);
-  T* h = reinterpret_cast<T*>(A + std::size_t(bh) * d.chunks * C * C);
-  allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
-  gla_scores<T><<<dim3(unsigned(d.chunks), bh), kThreads, scores_smem_bytes(C, e), stream>>>(q, k, g, A, d);
-  RAFTER_CUDA_LAUNCH_CHECK("gla_scores");
-  const unsigned v_tiles = unsigned((s.dv + kTile - 1) / kTile),
-                 k_tiles = unsigned((s.dk + kTile - 1) / kTile);
-  allow_smem<gla_states<T>>(states_smem_bytes(64, e));
-  gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, h, d);
-  RAFTER_CUDA_LAUNCH_CHECK("gla_states");
-  allow_smem<gla_output<T>>(output_smem_bytes(64, e));
-  gla_output<T><<<dim3(v_tiles, unsigned(d.chunks), bh), kThreads, output_smem_bytes(C, e), stream>>>(
-      q, v, g, h, A, o, d);
-  RAFTER_CUDA_LAUNCH_CHECK("gla_output");
-}
 
 // The forward's scores and chunk-entry states into the forward's scratch layout (gla.hpp), for the
 // backward (kernels_gla_bwd.cu).
@@ -334,6 +279,22 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
   allow_smem<gla_states<T>>(states_smem_bytes(64, e));
   gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, h, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_states");
+}
+
+template <class T>
+void chunked_fwd(const T* q, const T* k, const T* v, const T* g, T* o, void* scratch, const GlaShape& s,
+                 cudaStream_t stream) {
+  scores_and_states(q, k, v, g, scratch, s, stream);
+  const Dims d{int(s.seq), int(s.heads), int(s.dk), int(s.dv), int(s.chunk), int(s.seq / s.chunk)};
+  const int C = d.chunk, e = int(sizeof(T));
+  const unsigned bh = unsigned(s.batch * s.heads);
+  auto* A = static_cast<float*>(scratch);
+  T* h = reinterpret_cast<T*>(A + std::size_t(bh) * d.chunks * C * C);
+  const unsigned v_tiles = unsigned((s.dv + kTile - 1) / kTile);
+  allow_smem<gla_output<T>>(output_smem_bytes(64, e));
+  gla_output<T><<<dim3(v_tiles, unsigned(d.chunks), bh), kThreads, output_smem_bytes(C, e), stream>>>(
+      q, v, g, h, A, o, d);
+  RAFTER_CUDA_LAUNCH_CHECK("gla_output");
 }
 
 // ---- decode --------------------------------------------------------------------------------------

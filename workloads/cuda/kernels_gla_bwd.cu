@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   const int C = d.chunk, bh = blockIdx.z, j0 = blockIdx.x * kTile, i0 = blockIdx.y * kTile, te = C * kLd;
   const int wv = min(kTile, d.dv - j0), wk = min(kTile, d.dk - i0);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, qq = lane & 3;
+  const int warp = threadIdx.x >> 5, gq = (threadIdx.x & 31) >> 2;
   T* raw = reinterpret_cast<T*>(smem);                // [2][q, g, dO][C][kLd]
   float* b = reinterpret_cast<float*>(raw + 6 * te);  // [C][kLd]
   T* qdT = reinterpret_cast<T*>(b + te);              // [kTile][kLd]: (q_t ∘ e^{b_t})ᵀ
@@ -63,16 +63,7 @@ __global__ void __launch_bounds__(kThreads)
   dev::cp_async_commit();
   for (int n = d.chunks - 1; n >= 0; --n) {
     T* dSn = dS + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const int c = nt * 8 + 2 * qq;
-      if (c >= wv) continue;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = r0 + 8 * half;
-        if (r < wk) store2(dSn + std::size_t(r) * d.dv + c, acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
-    }
+    store_rows_x64<T>(acc, [&](int r) { return dSn + std::size_t(r) * d.dv; }, wk, wv);
     if (n == 0) break;
     if (n - 1 >= 1) stage(n - 1);  // chunk 0's inputs update no stored gradient
     dev::cp_async_commit();
@@ -87,16 +78,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     const float* last = b + (C - 1) * kLd;
-    const float decay0 = gate_exp<T>(last[r0]), decay1 = gate_exp<T>(last[r0 + 8]);
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      acc[nt][0] *= decay0, acc[nt][1] *= decay0;
-      acc[nt][2] *= decay1, acc[nt][3] *= decay1;
-    }
-    for (int kk = 0; kk < C; kk += 16)
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-        mma16(acc[nt], qdT + warp * 16 * kLd + kk, kLd, 1, dor + kk * kLd + nt * 8, kLd, 1);
+    scale_rows(acc, gate_exp<T>(last[r0]), gate_exp<T>(last[r0 + 8]));
+    mma_rows_x64(acc, qdT + warp * 16 * kLd, dor, 0, C);
     __syncthreads();  // this chunk's buffers and qdT are free
   }
 }
@@ -247,7 +230,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   const int C = d.chunk, j0 = blockIdx.x * kTile, n = blockIdx.y, bh = blockIdx.z, t0 = n * C, te = C * kLd;
   const int wv = min(kTile, d.dv - j0);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, qq = lane & 3;
+  const int warp = threadIdx.x >> 5;
   const bool active = warp * 16 < C;
   float* b = reinterpret_cast<float*>(smem);  // [C][kLd]
   T* kr = reinterpret_cast<T*>(b + te);       // [C][kLd]: k, then k_τ ∘ e^{b_C − b_τ}; later Aᵀ
@@ -275,11 +258,7 @@ __global__ void __launch_bounds__(kThreads)
       kr[t * kLd + i] = from_f<T>(to_f(kr[t * kLd + i]) * gate_exp<T>(last[i] - b[t * kLd + i]));
     }
     __syncthreads();
-    if (active)
-      for (int kk = 0; kk < wk; kk += 16)
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-          mma16(acc[nt], kr + warp * 16 * kLd + kk, kLd, 1, dss + kk * kLd + nt * 8, kLd, 1);
+    if (active) mma_rows_x64(acc, kr + warp * 16 * kLd, dss, 0, wk);
   }
   __syncthreads();
   async_tile(
@@ -293,19 +272,8 @@ __global__ void __launch_bounds__(kThreads)
   dev::cp_async_wait<0>();
   __syncthreads();
   if (!active) return;
-  for (int kk = warp * 16; kk < C; kk += 16)  // causal: A_tτ = 0 for t < τ
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-      mma16(acc[nt], kr + warp * 16 * kLd + kk, kLd, 1, gr + kk * kLd + nt * 8, kLd, 1);
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    const int c = nt * 8 + 2 * qq;
-    if (c >= wv) continue;
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-      store2(dv + d.row(bh, t0 + warp * 16 + gq + 8 * half) * d.dv + j0 + c, acc[nt][2 * half],
-             acc[nt][2 * half + 1]);
-  }
+  mma_rows_x64(acc, kr + warp * 16 * kLd, gr, warp * 16, C);  // causal: A_tτ = 0 for t < τ
+  store_rows_x64<T>(acc, [&](int r) { return dv + d.row(bh, t0 + r) * d.dv + j0; }, C, wv);
 }
 
 // ---- dg ------------------------------------------------------------------------------------------
