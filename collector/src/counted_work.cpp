@@ -4,7 +4,6 @@
 #include <fmt/core.h>
 #include <papi.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -87,11 +86,9 @@ std::set<int> process_threads() {
 class AttachedSets {
  public:
   AttachedSets(const std::vector<RafterEvent>& group, const std::set<int>& tids) {
-    for (int tid : tids) {
-      std::vector<std::string> names;
-      for (const auto& e : group) names.push_back(e.native);
-      sets_.push_back(std::make_unique<CounterSet>(names, tid));
-    }
+    std::vector<std::string> names;
+    for (const auto& e : group) names.push_back(e.native);
+    for (int tid : tids) sets_.push_back(std::make_unique<CounterSet>(names, tid));
   }
   void start() {
     for (auto& s : sets_) s->start();

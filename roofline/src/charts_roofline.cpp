@@ -133,10 +133,10 @@ std::string hierarchical_roofline_svg(const RunPlacement& rp, const ChartOptions
   PlotFrame f = make_frame(rp, compute, height);
   svg::Writer w(kWidth, height);
   std::string title = options.title.empty() ? "Hierarchical roofline: " + detail::run_subject(rp) : options.title;
-  bool counters = false, analytic = false;
-  for (const auto& p : rp.records)
-    for (const auto& l : p.levels) (l.source == Source::Counter ? counters : analytic) = true;
-  std::string bytes_from = counters && analytic ? "counters and analytic model" : counters ? "counters" : "analytic model";
+  const detail::MarkerKey key = detail::marker_key(rp);
+  std::string bytes_from = key.counted && key.analytic ? "counters and analytic model"
+                           : key.counted               ? "counters"
+                                                       : "analytic model";
   detail::draw_title(w, f.left, title,
                      fmt::format("{}. Ceilings: best measured, device scope. Bytes: {}. One point per level, "
                                  "joined per operator.", detail::device_subject(rp), bytes_from));
@@ -150,7 +150,7 @@ std::string hierarchical_roofline_svg(const RunPlacement& rp, const ChartOptions
   w.close_group();
   double lx = f.right + 28, ly = f.top + 6;
   ly = detail::draw_level_legend(w, lx, ly, levels);
-  ly = detail::draw_precision_legend(w, lx, ly, detail::marker_precisions(rp), detail::marker_key(rp));
+  ly = detail::draw_precision_legend(w, lx, ly, detail::marker_precisions(rp), key);
   detail::draw_operator_key(w, lx, ly, rp, height - 30);
   int untimed = rp.untimed_records, no_flops = 0;
   for (const auto& p : rp.records) no_flops += p.timed && !drawable(p);

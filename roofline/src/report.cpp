@@ -44,10 +44,12 @@ std::vector<std::string> counted_levels(const RunPlacement& rp) {
   return out;
 }
 
-std::optional<double> model_ratio(const Placement& p, const std::string& level) {
+// The record's point at `level` (the last one, should a level appear twice), nullptr when none.
+const LevelPoint* level_point(const Placement& p, const std::string& level) {
+  const LevelPoint* point = nullptr;
   for (const auto& l : p.levels)
-    if (l.level == level) return l.model_over_measured;
-  return std::nullopt;
+    if (l.level == level) point = &l;
+  return point;
 }
 
 // "0.42!" marks a ratio off by more than kModelMismatch.
@@ -67,12 +69,13 @@ std::vector<std::string> table_row(const Placement& p, const std::vector<std::st
     row.insert(row.end(), {untimed_text(p), "-", "-"});
   }
   for (const auto& level : levels) {
-    std::string ai = "-";
-    for (const auto& l : p.levels)
-      if (l.level == level) ai = format_intensity(l.ai_flops_per_byte);
-    row.push_back(ai);
+    const LevelPoint* point = level_point(p, level);
+    row.push_back(point ? format_intensity(point->ai_flops_per_byte) : "-");
   }
-  for (const auto& level : counted) row.push_back(ratio_text(model_ratio(p, level)));
+  for (const auto& level : counted) {
+    const LevelPoint* point = level_point(p, level);
+    row.push_back(ratio_text(point ? point->model_over_measured : std::nullopt));
+  }
   row.push_back(p.binding_name());
   if (p.timed && p.binding) {
     row.push_back(format_percent(p.efficiency));
@@ -179,15 +182,11 @@ std::string format_report_csv(const RunPlacement& rp) {
                        p.emulated ? "true" : "false", to_string(p.status), p.count, p.seconds_per_call,
                        p.step_seconds, p.share_of_step, p.total_flops, p.flops_per_second);
     for (const auto& level : levels) {
-      double ai = 0;
-      for (const auto& l : p.levels)
-        if (l.level == level) ai = l.ai_flops_per_byte;
-      out += fmt::format(",{:g}", ai);
+      const LevelPoint* point = level_point(p, level);
+      out += fmt::format(",{:g}", point ? point->ai_flops_per_byte : 0.0);
     }
     for (const auto& level : levels) {
-      const LevelPoint* point = nullptr;
-      for (const auto& l : p.levels)
-        if (l.level == level) point = &l;
+      const LevelPoint* point = level_point(p, level);
       const auto ratio = point ? point->model_over_measured : std::nullopt;
       out += fmt::format(",{},{}", point ? to_string(point->source) : "", ratio ? fmt::format("{:g}", *ratio) : "");
     }
