@@ -11,3 +11,27 @@ find_package(dnnl QUIET CONFIG)
 if(NOT dnnl_FOUND)
   message(FATAL_ERROR "oneDNN not found: install Debian's libdnnl-dev")
 endif()
+
+# Open MPI (Debian: libopenmpi-dev openmpi-bin), optional: the rank launch (collector/src/ranks.cpp),
+# the CPU collectives (workloads/mpi/) and the comm probe (probes/comm/). Without it rafter is one rank.
+option(RAFTER_MPI "Build the MPI rank launch and CPU collectives when MPI is found" ON)
+set(RAFTER_HAVE_MPI OFF)
+if(RAFTER_MPI)
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(RAFTER_HAVE_MPI ON)
+  endif()
+endif()
+message(STATUS "rafter: MPI ${RAFTER_HAVE_MPI}")
+# MPI (Debian's libopenmpi-dev): optional. With it, the collector launches ranks under mpirun and the
+# CPU collectives (probes/comm, workloads/mpi) are built; without it rafter is one rank of one.
+option(RAFTER_MPI "Use MPI when it is found (rank launch, CPU collectives)" ON)
+set(RAFTER_HAVE_MPI OFF)
+if(RAFTER_MPI)
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(RAFTER_HAVE_MPI ON)
+    find_program(RAFTER_MPIEXEC NAMES mpirun mpiexec)
+  endif()
+endif()
+message(STATUS "rafter: MPI ${RAFTER_HAVE_MPI}")
