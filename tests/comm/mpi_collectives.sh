@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The MPI launch end to end on 2 ranks of this machine (--oversubscribe: CI has 2 cores):
 # every catalogue collective checked and timed by the mpi backend, a ranks mismatch as one line
-# (exit 2), and a rank that hangs (RAFTER_TEST_COMM_FAULT) ending the run within the bounded
-# time with one line naming it, the finished records kept. Exit 77 (ctest SKIP) without MPI.
+# (exit 2), a rank that hangs (RAFTER_TEST_COMM_FAULT) ending the run within the bounded time
+# with one line naming it, a rank that dies, the finished records kept either way, and the
+# comm.mpi probe's ceilings. Exit 77 (ctest SKIP) without MPI.
 # Usage: mpi_collectives.sh RAFTER MPIRUN PYTHON
 set -euo pipefail
 rafter=$1 mpirun=$2 python=$3
@@ -49,5 +50,43 @@ import json, sys
 recs = json.load(open(sys.argv[1]))["records"]
 assert recs[0]["status"] == "ok" and recs[0]["backend"] == "mpi", recs[0]
 assert len(recs) >= 2 and all(r["status"] == "not_run" for r in recs[1:]), [r["status"] for r in recs]
+PY
+# Rank 1 dies at its second join: mpirun stops rank 0 (SIGTERM), which keeps what finished.
+set +e
+RAFTER_TEST_COMM_FAULT=exit:1:1 run2 "$rafter" profile --model llama2-7b --phase prefill --tp 2 --batch 1 --seq 8 \
+  --filter all_reduce --quick --comm-timeout 3 -o "$tmp/exit.json" 2>"$tmp/exit.err" >/dev/null
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || { echo "exit: mpirun exited 0"; exit 1; }
+"$python" - "$tmp/exit.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+recs = run["records"]
+assert recs[0]["status"] == "ok" and all(r["status"] == "not_run" for r in recs[1:]), [r["status"] for r in recs]
+assert run["interrupted"] == "SIGTERM", run.get("interrupted")
+PY
+
+# comm.mpi: every collective in FP32 and BF16 as a link and a latency ceiling for 2 ranks; only
+# rank 0 writes; alone the probe measures nothing and says why.
+run2 "$rafter" probe --device cpu --filter comm.mpi --quick -o "$tmp/machine.json" >/dev/null
+"$rafter" probe --device cpu --filter comm.mpi --quick -o "$tmp/alone.json" >/dev/null
+"$python" - "$tmp/machine.json" "$tmp/alone.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+links = [c for c in m["ceilings"] if c["kind"] == "link" and c["resource"] == "mpi"]
+lats = [c for c in m["ceilings"] if c["kind"] == "latency" and c["resource"] == "mpi"]
+ops = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}
+assert {(c["operation"], c["isa"]) for c in links} == {(o, t) for o in ops for t in ("fp32", "bf16")}, links
+assert len(lats) == len(links) == 12
+for c in links:
+    p = c["params"]
+    assert c["scope"] == "ranks:2" and p["ranks"] == 2 and len(p["sizes"]) == 3, c
+    last = p["sizes"][-1]
+    assert abs(last["busbw_Bps"] - last["algbw_Bps"] * p["bus_factor"]) <= 1e-6 * last["busbw_Bps"], c
+    assert abs(last["algbw_Bps"] - last["bytes"] / last["time_s"]) <= 1e-6 * last["algbw_Bps"], c
+    assert c["figure"]["value"] > 0
+assert {c["params"]["bytes"] for c in lats} == {8}, lats
+alone = json.load(open(sys.argv[2]))
+assert not alone["ceilings"] and "one rank" in alone["conditions"]["comm.mpi"], alone["conditions"]
 PY
 echo "mpi collectives: ok"
