@@ -60,10 +60,10 @@ void add_ceilings(Ranks& ranks, Collective c, WireType t, const std::vector<Poin
   Ceiling link;
   link.kind = CeilingKind::Link;
   link.device = "cpu";
-  link.resource = "mpi";
+  link.resource = fmt::format("mpi:{}", ranks.size());  // per rank count: the link's name and its n
   link.operation = std::string(collective_name(c));
   link.isa = type;
-  link.scope = fmt::format("ranks:{}", ranks.size());
+  link.scope = "device";
   link.threads = ranks.size();
   link.probe = "comm.mpi";
   const double moved = pts.back().bytes * bus_factor(c, ranks.size());

@@ -70,17 +70,18 @@ PY
 # rank 0 writes; alone the probe measures nothing and says why.
 run2 "$rafter" probe --device cpu --filter comm.mpi --quick -o "$tmp/machine.json" >/dev/null
 "$rafter" probe --device cpu --filter comm.mpi --quick -o "$tmp/alone.json" >/dev/null
+"$rafter" report "$tmp/all_reduce.fp32.json" --machine "$tmp/machine.json" >/dev/null  # it reads back
 "$python" - "$tmp/machine.json" "$tmp/alone.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
-links = [c for c in m["ceilings"] if c["kind"] == "link" and c["resource"] == "mpi"]
-lats = [c for c in m["ceilings"] if c["kind"] == "latency" and c["resource"] == "mpi"]
+links = [c for c in m["ceilings"] if c["kind"] == "link" and c["resource"] == "mpi:2"]
+lats = [c for c in m["ceilings"] if c["kind"] == "latency" and c["resource"] == "mpi:2"]
 ops = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}
 assert {(c["operation"], c["isa"]) for c in links} == {(o, t) for o in ops for t in ("fp32", "bf16")}, links
 assert len(lats) == len(links) == 12
 for c in links:
     p = c["params"]
-    assert c["scope"] == "ranks:2" and p["ranks"] == 2 and len(p["sizes"]) == 3, c
+    assert c["scope"] == "device" and p["ranks"] == 2 and len(p["sizes"]) == 3, c
     last = p["sizes"][-1]
     assert abs(last["busbw_Bps"] - last["algbw_Bps"] * p["bus_factor"]) <= 1e-6 * last["busbw_Bps"], c
     assert abs(last["algbw_Bps"] - last["bytes"] / last["time_s"]) <= 1e-6 * last["algbw_Bps"], c
