@@ -38,7 +38,7 @@ void add_ceilings(const SweepSpec& spec, Collective c, WireType t, const std::ve
   lat.figure = Figure::measured(pts.front().time, "s");
   lat.params = spec.params;
   lat.params.update({{"ranks", spec.ranks}, {"bytes", pts.front().bytes}});
-  profile.ceilings.push_back(std::move(link));
+  if (factor > 0) profile.ceilings.push_back(std::move(link));  // one rank: no bus traffic, no link ceiling
   profile.ceilings.push_back(std::move(lat));
 }
 
