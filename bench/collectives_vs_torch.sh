@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 16's NCCL collectives in ONE device call: build rafter (the rafter target), run the NCCL
 # backend's check and timing (rafter profile --op <collective> on every local GPU, single-process
-# launch) at 1 MiB, 64 MiB and 1 GiB, the comm.nccl probe (--quick), and torch.distributed over NCCL
+# launch, --quick) at 1 MiB, 64 MiB and 1 GiB, the comm.nccl probe (--quick), and torch.distributed over NCCL
 # with as many ranks as `nvidia-smi -L` lists GPUs as the peer: bench/collectives_vs_torch.py prints
 # the table (time, algbw, busbw, rafter/torch). Logs and JSON under $OUT (or /tmp/collectives).
 # On the device machine, from the repository root, carrying .device-debs (bench/device_build.sh):
@@ -27,7 +27,7 @@ if has profile; then
       for bytes in $sizes; do
         [ "$dtype" = bf16 ] && e=$(( bytes / 2 )) || e=$(( bytes / 4 ))
         timeout 60 "$rafter" profile --op $op --dtype $dtype --device cuda:0 --shape elements=$e,ranks=$gpus \
-          -o "$out/profile.$op.$dtype.$bytes.json" >>"$out/profile.log" 2>&1 \
+          --quick -o "$out/profile.$op.$dtype.$bytes.json" >>"$out/profile.log" 2>&1 \
           || echo "profile $op $dtype $bytes: exit $?"
       done
     done
