@@ -94,7 +94,13 @@ RankInfo ranks_from_environment() {
   return info;
 }
 
-bool mpi_built() { return RAFTER_HAVE_MPI + 0 != 0; }
+bool mpi_built() {
+#if RAFTER_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::string bytes_label(double bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -120,6 +126,11 @@ Ranks::Ranks() : info_(ranks_from_environment()) {
   MPI_Comm_rank(MPI_COMM_WORLD, &info_.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &info_.size);
   mpi_ = true;
+#else
+  if (info_.launched && info_.size > 1)  // N copies that cannot talk would each take the world for theirs
+    throw InputError(fmt::format("launched as rank {} of {} ({}), but rafter was built without MPI "
+                                 "(install libopenmpi-dev and rebuild)",
+                                 info_.rank, info_.size, info_.launcher));
 #endif
 }
 
