@@ -19,7 +19,7 @@ for op in all_reduce all_gather reduce_scatter all_to_all send_recv; do
 import json, sys
 r = json.load(open(sys.argv[1]))["records"][0]
 assert r["status"] == "ok", r
-assert r["backend"] == "mpi" and r["check"]["passed"], r
+assert r["backend"] == "cpu.mpi" and r["check"]["passed"], r
 assert r["details"]["ranks"] == 2 and r["time"]["value"] > 0, r
 PY
   done
@@ -48,7 +48,7 @@ grep -q "^rafter: error: rank 1 did not join all_reduce (.*) within 3 s$" "$tmp/
 "$python" - "$tmp/hang.json" <<'PY'
 import json, sys
 recs = json.load(open(sys.argv[1]))["records"]
-assert recs[0]["status"] == "ok" and recs[0]["backend"] == "mpi", recs[0]
+assert recs[0]["status"] == "ok" and recs[0]["backend"] == "cpu.mpi", recs[0]
 assert len(recs) >= 2 and all(r["status"] == "not_run" for r in recs[1:]), [r["status"] for r in recs]
 PY
 # Rank 1 dies at its second join: mpirun stops rank 0 (SIGTERM), which keeps what finished.

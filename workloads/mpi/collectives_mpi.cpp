@@ -32,7 +32,7 @@ struct Buffers {
 
 class MpiCollectives final : public Backend {
  public:
-  std::string name() const override { return "mpi"; }
+  std::string name() const override { return "cpu.mpi"; }
   std::string device_kind() const override { return "cpu"; }
   bool supports(const OpInstance& inst) const override {
     const auto& op = OperatorRegistry::instance().get(inst.op);

@@ -29,7 +29,7 @@ Collective collective_of(const std::string& op) {
 
 class NcclCollectives final : public Backend {
  public:
-  std::string name() const override { return "nccl"; }
+  std::string name() const override { return "cuda.nccl"; }
   std::string device_kind() const override { return "cuda"; }
   int priority() const override { return 10; }
   bool supports(const OpInstance& inst) const override {
