@@ -12,20 +12,6 @@ if(NOT dnnl_FOUND)
   message(FATAL_ERROR "oneDNN not found: install Debian's libdnnl-dev")
 endif()
 
-# Open MPI (Debian: libopenmpi-dev openmpi-bin), optional: the rank launch (collector/src/ranks.cpp),
-# the CPU collectives (workloads/mpi/) and the comm probe (probes/comm/). Without it rafter is one rank.
-option(RAFTER_MPI "Build the MPI rank launch and CPU collectives when MPI is found" ON)
-set(RAFTER_HAVE_MPI OFF)
-if(RAFTER_MPI)
-  # MPI's C API through the C++ compiler (rafter enables no C; consumers of the installed package
-  # neither): the CXX component without the deprecated C++ bindings.
-  set(MPI_CXX_SKIP_MPICXX ON)
-  find_package(MPI COMPONENTS CXX QUIET)
-  if(MPI_CXX_FOUND)
-    set(RAFTER_HAVE_MPI ON)
-  endif()
-endif()
-message(STATUS "rafter: MPI ${RAFTER_HAVE_MPI}")
 # MPI (Debian's libopenmpi-dev): optional. With it, the collector launches ranks under mpirun and the
 # CPU collectives (probes/comm, workloads/mpi) are built; without it rafter is one rank of one.
 option(RAFTER_MPI "Use MPI when it is found (rank launch, CPU collectives)" ON)
