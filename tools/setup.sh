@@ -14,7 +14,8 @@ jobs=${JOBS:-$(nproc)}
 
 debs=(build-essential cmake ninja-build ccache pkg-config git python3 python3-venv
       libpapi-dev libpfm4-dev libhwloc-dev hwloc libfmt-dev nlohmann-json3-dev libcli11-dev
-      libgtest-dev libdnnl-dev ocl-icd-opencl-dev librsvg2-dev libxml2-utils python3-lxml chromium likwid)
+      libgtest-dev libdnnl-dev ocl-icd-opencl-dev librsvg2-dev libxml2-utils python3-lxml chromium likwid
+      libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,12 +3,14 @@
 #include <fmt/core.h>
 
 #include <cmath>
+#include <optional>
 
 #include "commands.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/interrupt.hpp"
 #include "rafter/collector/json_io.hpp"
 #include "rafter/collector/output_lock.hpp"
+#include "rafter/collector/ranks.hpp"
 #include "rafter/collector/text_table.hpp"
 #include "rafter/probes/probe.hpp"
 
@@ -20,6 +22,7 @@ struct ProbeArgs {
   std::string output = "machine.json";
   bool list = false;
   std::string max_working_set;
+  double comm_timeout = Ranks::kDefaultTimeoutSeconds;
   probes::ProbeOptions options;
 };
 
@@ -107,10 +110,16 @@ void run_probe(ProbeArgs& a) {
   }
   if (!a.max_working_set.empty()) a.options.max_working_set_bytes = parse_bytes(a.max_working_set);
   if (a.options.quick) a.options.policy = RepeatPolicy::quick();
-  check_writable(a.output);  // fail before minutes of measuring, not after
-  const OutputLock lock(a.output);  // one measuring run per output file
+  Ranks& ranks = Ranks::world();  // under mpirun (comm.mpi) every rank measures, rank 0 alone writes
+  ranks.set_timeout_seconds(a.comm_timeout);
+  std::optional<OutputLock> lock;  // one measuring run per output file
+  if (ranks.rank() == 0) {
+    check_writable(a.output);  // fail before minutes of measuring, not after
+    lock.emplace(a.output);
+  }
   const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   const MachineProfile profile = probes::characterize(a.device, a.options);
+  if (ranks.rank() != 0) return;
   write_measured_file(a.output, to_json(profile).dump(2) + "\n");
   print_table(profile);
   fmt::print("\nwrote {}\n", a.output);
@@ -138,6 +147,9 @@ void add_probe_command(CLI::App& app) {
   sub->add_option("--sustained", a->options.sustained_seconds,
                   "GPU: also hold each compute ceiling this many seconds at the power limit (10-30)")
       ->check(CLI::Range(1.0, 600.0));
+  sub->add_option("--comm-timeout", a->comm_timeout, "Seconds any wait for the other ranks may last (mpirun)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_flag("--list", a->list, "List the probes and exit");
   sub->callback([a] { run_probe(*a); });
 }

@@ -14,6 +14,7 @@
 #include "rafter/collector/json_io.hpp"
 #include "rafter/collector/machine_profile.hpp"
 #include "rafter/collector/output_lock.hpp"
+#include "rafter/collector/ranks.hpp"
 #include "rafter/workloads/memory_plan.hpp"
 #include "rafter/workloads/profile_report.hpp"
 #include "rafter/workloads/suite.hpp"
@@ -29,6 +30,7 @@ struct ProfileArgs {
   std::int64_t batch = 1, seq = 2048, kv_len = 0, tp = 1, dp = 1, m = 0, n = 0, k = 0;
   int zero = 0, threads = 0;
   std::uint64_t seed = 42;
+  double comm_timeout = Ranks::kDefaultTimeoutSeconds;
 };
 
 std::string list_text() {
@@ -135,6 +137,7 @@ OperatorRecord plan_on_device(const OpInstance& inst, const std::string& device,
 }
 
 void emit(const ProfileArgs& a, const Run& run, bool planned) {
+  if (Ranks::world().rank() != 0) return;  // under mpirun only rank 0 prints and writes
   if (a.json) fmt::print("{}\n", to_json(run).dump(2));
   else if (a.csv) fmt::print("{}", planned ? plan_csv(run) : run_csv(run));
   else fmt::print("{}", planned ? plan_table(run) : run_table(run));
@@ -151,7 +154,10 @@ void run_profile(const ProfileArgs& a) {
   if (!a.op.empty() && (!a.model.empty() || !a.model_file.empty())) throw InputError("--op and --model are exclusive");
   ProfileArgs out = a;  // runs always write run.json (default ./run.json); plans only with -o
   if (!a.plan && out.output.empty()) out.output = "run.json";
-  if (!out.output.empty()) check_writable(out.output);
+  Ranks& ranks = Ranks::world();
+  ranks.set_timeout_seconds(a.comm_timeout);
+  const bool writer = ranks.rank() == 0;
+  if (!out.output.empty() && writer) check_writable(out.output);
   nlohmann::json suite;
   const auto instances = selected_instances(a, suite);
   if (a.plan) {
@@ -166,7 +172,7 @@ void run_profile(const ProfileArgs& a) {
     return;
   }
   std::optional<OutputLock> lock;  // one measuring run per output file
-  if (!out.output.empty()) lock.emplace(out.output);
+  if (!out.output.empty() && writer) lock.emplace(out.output);
   InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   ExecContext ctx;
   ctx.device = a.device;
@@ -177,10 +183,13 @@ void run_profile(const ProfileArgs& a) {
   ctx.threads = a.threads;
   Run run = run_instances(instances, ctx, suite);
   run.conditions["quick"] = a.quick;
+  if (ranks.size() > 1) run.conditions["ranks"] = {{"size", ranks.size()}, {"launcher", ranks.info().launcher}};
   // One operator that does not fit the device is a size that does not fit: one line, exit 2.
   if (!a.op.empty() && run.records.size() == 1 && run.records.front().status == RecordStatus::DoesNotFit)
     throw InputError(run.records.front().note);
   emit(out, run, false);
+  if (run.conditions.contains("comm_error"))  // finished records are written; the run still failed
+    throw CommTimeout(run.conditions["comm_error"].get<std::string>());
   if (!run.interrupted.empty()) {
     const auto not_run = std::count_if(run.records.begin(), run.records.end(),
                                        [](const OperatorRecord& r) { return r.status == RecordStatus::NotRun; });
@@ -229,6 +238,9 @@ void add_profile_command(CLI::App& app) {
   sub->add_flag("--warm-cache", a->warm_cache, "Keep caches warm between repeats (default: flushed)");
   sub->add_flag("--no-check", a->no_check, "Skip the correctness check (results are not trustworthy)");
   sub->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  sub->add_option("--comm-timeout", a->comm_timeout, "Seconds any wait for the other ranks may last (mpirun)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--seed", a->seed, "Random seed of the problem data")->capture_default_str();
   sub->callback([a] { run_profile(*a); });
 }

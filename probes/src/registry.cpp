@@ -1,6 +1,7 @@
 // The probe registry and characterize(): which devices a spec names, which probes run on them.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <regex>
 
@@ -35,6 +36,8 @@ std::vector<ProbeInfo> select_probes(std::string_view device_kind, std::string_v
   std::vector<ProbeInfo> selected;
   for (const ProbeInfo& p : probe_registry())
     if (p.device_kind == device_kind && std::regex_search(p.name, re)) selected.push_back(p);
+  // The links between ranks (comm.*) after the device's own ceilings, whatever the link order.
+  std::stable_partition(selected.begin(), selected.end(), [](const ProbeInfo& p) { return p.name.rfind("comm.", 0) != 0; });
   return selected;
 }
 

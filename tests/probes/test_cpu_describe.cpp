@@ -33,7 +33,9 @@ TEST(Topology, SummaryHasTheHwlocCounts) {
 }
 
 TEST(Registry, CpuProbesAreRegisteredAndFiltered) {
-  EXPECT_EQ(probes::select_probes("cpu", "").size(), 4u);  // bandwidth, compute, latency, launch
+  const auto all = probes::select_probes("cpu", "");
+  ASSERT_EQ(all.size(), 5u);  // bandwidth, compute, latency, launch, then comm.mpi (the links come last)
+  EXPECT_EQ(all.back().name, "comm.mpi");
   ASSERT_EQ(probes::select_probes("cpu", "launch").size(), 1u);
   const auto bw = probes::select_probes("cpu", "band");
   ASSERT_EQ(bw.size(), 1u);

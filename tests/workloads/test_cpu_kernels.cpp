@@ -104,6 +104,7 @@ TEST(CpuKernels, ExactQuantizersAgreeWithTheFp64Definition) {
   EXPECT_LT(profile_instance(blocks, ctx, {}).check.error, 1e-3);
 }
 
+// Run alone (not under mpirun) the collectives have no backend: the mpi one needs a second rank.
 TEST(CpuKernels, CollectivesAreListedAsNoBackend) {
   const auto& op = OperatorRegistry::instance().get("all_reduce");
   const auto r = profile_instance(normalize_instance(op, {"all_reduce", "", "fwd", {}, "bf16", 1}), tiny_context(), {});

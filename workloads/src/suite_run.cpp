@@ -10,6 +10,7 @@
 #include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/interrupt.hpp"
+#include "rafter/collector/ranks.hpp"
 #include "rafter/collector/progress.hpp"
 #include "rafter/workloads/memory_plan.hpp"
 #include "rafter/workloads/suite.hpp"
@@ -158,6 +159,16 @@ Run run_instances(const std::vector<OpInstance>& instances, const ExecContext& c
       run.records.push_back(profile_instance(inst, ctx, levels));
     } catch (const Interrupted& e) {  // the instance in progress and the rest: not run
       mark_not_run(run, instances, i, ctx, levels, e.signal);
+      break;
+    } catch (const CommTimeout& e) {  // a rank is gone: keep what finished, the rest did not run
+      for (std::size_t k = i; k < instances.size(); ++k) {
+        OperatorRecord r = planned_record(instances[k], levels);
+        r.device = ctx.device;
+        r.status = RecordStatus::NotRun;
+        r.note = fmt::format("not run: {}", e.what());
+        run.records.push_back(std::move(r));
+      }
+      run.conditions["comm_error"] = e.what();
       break;
     } catch (const DeviceUnavailable& e) {
       if (!measured_any(run)) throw;  // nothing measured yet: a missing device is one line, exit 2

@@ -2,7 +2,7 @@
 // first, random inputs), then time. CPU backends live in workloads/cpu, CUDA ones in workloads/cuda.
 // Added by B (backward compatible): compare_outputs() with an explicit tolerance, planned_record().
 // profile_instance() normalizes the instance (defaults, phase) before calling Backend::execute,
-// and never calls a backend for a collective (NoBackend until a collective backend exists).
+// and runs collectives on the backends that support them (workloads/mpi under mpirun).
 #pragma once
 #include <functional>
 #include <memory>

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""torch.distributed over NCCL beside rafter's NCCL backend: the same collectives, types and sizes,
+one process per GPU (torch.multiprocessing), timed as rafter times them (host wall time from the
+call to the stream done, each call after a barrier, median; the max over ranks). Prints one row per
+collective, type and size: rafter's and torch's time, algbw S/t, busbw (nccl-tests factors; 0 with
+one GPU, then compare algbw) and the ratio torch/rafter (> 1: rafter is faster)."""
+import argparse, glob, json, os, statistics, time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+           "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n, "send_recv": lambda n: 1}
+DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def one(op, x, out, n, r):
+    if op == "all_reduce":
+        dist.all_reduce(x)
+    elif op == "all_gather":
+        dist.all_gather_into_tensor(out, x[r * (x.numel() // n):(r + 1) * (x.numel() // n)])
+    elif op == "reduce_scatter":
+        dist.reduce_scatter_tensor(out[:x.numel() // n], x)
+    elif op == "all_to_all":
+        dist.all_to_all_single(out, x)
+    elif op == "send_recv":
+        if n == 1:
+            out.copy_(x)
+        else:
+            ops = [dist.P2POp(dist.isend, x, (r + n - 1) % n), dist.P2POp(dist.irecv, out, (r + 1) % n)]
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+
+
+def worker(r, n, args, q):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517")
+    torch.cuda.set_device(r)
+    dist.init_process_group("nccl", rank=r, world_size=n, device_id=torch.device("cuda", r))
+    rows = []
+    for op in FACTORS:
+        for dt in ("bf16", "fp32"):
+            for b in args.sizes:
+                e = b // (2 if dt == "bf16" else 4)
+                x = torch.randn(e, device="cuda", dtype=torch.float32).to(DTYPES[dt])
+                out = torch.empty_like(x)
+                for _ in range(3):
+                    one(op, x, out, n, r)
+                torch.cuda.synchronize()
+                ts = []
+                for _ in range(args.repeats):
+                    dist.barrier()
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    one(op, x, out, n, r)
+                    torch.cuda.synchronize()
+                    ts.append(time.perf_counter() - t0)
+                med = torch.tensor([statistics.median(ts)], device="cuda", dtype=torch.float64)
+                dist.all_reduce(med, op=dist.ReduceOp.MAX)
+                rows.append({"op": op, "dtype": dt, "bytes": b, "torch_s": med.item()})
+    if r == 0:
+        q.put(rows)
+    dist.destroy_process_group()
+
+
+def rafter_time(d, op, dt, b):
+    path = os.path.join(d, f"profile.{op}.{dt}.{b}.json")
+    if not os.path.exists(path):
+        return None
+    rec = json.load(open(path))["records"][0]
+    return rec["time"]["value"] if rec.get("status") == "ok" and rec.get("time") else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpus", type=int, required=True)
+    ap.add_argument("--sizes", type=int, nargs="+", required=True)
+    ap.add_argument("--rafter-dir", required=True)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    n = args.gpus
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, n, args, q)) for r in range(n)]
+    for p in procs:
+        p.start()
+    rows = q.get(timeout=140)
+    for p in procs:
+        p.join()
+    print(f"torch {torch.__version__}, NCCL {torch.cuda.nccl.version()}, {n} GPU(s)")
+    print(f"{'op':<15}{'type':<6}{'bytes':>12}{'rafter':>12}{'torch':>12}{'rafter algbw':>14}{'busbw':>12}{'torch/rafter':>14}")
+    for row in rows:
+        t = rafter_time(args.rafter_dir, row["op"], row["dtype"], row["bytes"])
+        row["rafter_s"] = t
+        alg = row["bytes"] / t if t else 0
+        bus = alg * FACTORS[row["op"]](n)
+        ratio = f"{row['torch_s'] / t:.3f}" if t else "-"
+        rt = f"{t * 1e6:.1f} us" if t else "-"
+        print(f"{row['op']:<15}{row['dtype']:<6}{row['bytes']:>12}{rt:>12}{row['torch_s'] * 1e6:>9.1f} us"
+              f"{alg / 1e9:>11.1f} GB/s{bus / 1e9:>9.1f} GB/s{ratio:>14}")
+    if args.json:
+        json.dump(rows, open(args.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+// An NCCL communicator over this process's GPUs, shared by the NCCL backend (workloads/nccl) and
+// probe (probes/comm): one member per GPU this process drives. Under mpirun, one process per GPU
+// (rank r on local GPU local_rank; NCCL's unique id from rank 0 through Ranks::broadcast); alone,
+// one process over `ranks` local GPUs (ncclCommInitAll; group calls). Every run is polled to the
+// deadline (Ranks::wait on cudaStreamQuery and ncclCommGetAsyncError); a timeout aborts the
+// communicators. Built only with CUDA and NCCL (RAFTER_HAVE_NCCL in CMake).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "rafter/collector/ranks.hpp"
+
+namespace rafter {
+
+class NcclGroup {
+ public:
+  struct Member {
+    int rank = 0, device = 0;
+    void* in = nullptr;   // device buffers the caller owns: S elements in
+    void* out = nullptr;  // S out (reduce_scatter: S/n)
+  };
+  // Throws InputError when `ranks` differs from the mpirun world or exceeds the local GPUs.
+  NcclGroup(int ranks, int first_device);
+  ~NcclGroup();
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+
+  int size() const { return size_; }
+  bool mpi() const { return mpi_; }  // one process per GPU
+  std::vector<Member>& members() { return members_; }
+  // One collective on every member's buffers (the same conventions as run_collective; broadcast
+  // from rank 0's `in`), then a bounded wait for every member's stream.
+  void run(Collective c, WireType t, std::size_t count, std::string_view what);
+  static int version();  // ncclGetVersion
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::vector<Member> members_;
+  int size_ = 1;
+  bool mpi_ = false;
+};
+
+}  // namespace rafter

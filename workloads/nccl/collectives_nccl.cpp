@@ -1,0 +1,126 @@
+// NCCL backend of the catalogue's collectives on CUDA devices, through the collector's NcclGroup:
+// one process per GPU under mpirun, or one process over the first `ranks` GPUs from --device
+// (ncclCommInitAll, group calls). FP32 and BF16. Every rank joins first; the check runs on the FP64
+// reference's random data (outputs poisoned), rank 0's result compared and its verdict broadcast;
+// the time is the host wall time from the group's issue to every stream done, the slowest rank's
+// median. Every wait is bounded (--comm-timeout).
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "../cuda/cuda_util.hpp"
+#include "rafter/collector/nccl_group.hpp"
+#include "rafter/workloads/backend.hpp"
+
+namespace rafter::workloads::cuda {
+namespace {
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+Collective collective_of(const std::string& op) {
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
+                       Collective::SendRecv})
+    if (collective_name(c) == op) return c;
+  throw InputError(fmt::format("nccl: no collective named {}", op));
+}
+
+class NcclCollectives final : public Backend {
+ public:
+  std::string name() const override { return "cuda.nccl"; }
+  std::string device_kind() const override { return "cuda"; }
+  int priority() const override { return 10; }
+  bool supports(const OpInstance& inst) const override {
+    return OperatorRegistry::instance().get(inst.op).is_collective() &&
+           (inst.precision == "fp32" || inst.precision == "bf16");
+  }
+  double free_memory_bytes(const ExecContext& ctx) const override { return free_device_bytes(ctx.device); }
+
+  void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
+    const int n = int(inst.shape.at("ranks"));
+    const std::int64_t S = inst.shape.at("elements");
+    if (S % n != 0) throw InputError(fmt::format("{}: elements={} is not a multiple of ranks={}", inst.op, S, n));
+    const DType dt = inst.precision == "bf16" ? DType::BF16 : DType::F32;
+    const WireType wt = dt == DType::BF16 ? WireType::BF16 : WireType::F32;
+    const Collective c = collective_of(inst.op);
+    const std::string what = fmt::format("{} ({})", inst.op, bytes_label(double(S) * double(dtype_bytes(dt))));
+    Ranks& ranks = Ranks::world();
+    ranks.join(what);
+    record.backend = name();
+    NcclGroup g(n, ranks.size() > 1 ? 0 : current_device_index(ctx.device));
+    std::vector<DeviceTensor> tensors;  // every member's in and out, alive while the group runs
+    if (ctx.check) record.check = check(g, tensors, inst, ctx, dt);
+    const std::size_t out = c == Collective::ReduceScatter ? std::size_t(S / n) : std::size_t(S);
+    tensors.clear();
+    for (NcclGroup::Member& m : g.members()) {
+      RAFTER_CUDA_CHECK(cudaSetDevice(m.device));
+      m.in = tensors.emplace_back(alloc_tensor(dt, std::size_t(S))).data();
+      fill_random(tensors.back(), -1, 1, ctx.seed + std::uint64_t(m.rank));
+      m.out = tensors.emplace_back(alloc_tensor(dt, out)).data();
+    }
+    const RanksTiming tm = time_across_ranks(ranks, ctx.policy, [&] { g.run(c, wt, std::size_t(S), what); }, what);
+    record.time = Figure::measured(tm.summary, "s");
+    record.status = (!ctx.check || record.check.passed) ? RecordStatus::Ok : RecordStatus::Invalid;
+    if (record.status == RecordStatus::Invalid)
+      record.note = fmt::format("check failed: rel error {:.3g} > tolerance {:.3g}", record.check.error, record.check.tolerance);
+    record.details = {{"ranks", n},
+                      {"launch", g.mpi() ? "one process per GPU (mpirun)" : "one process over local GPUs (ncclCommInitAll)"},
+                      {"devices", nlohmann::json::array()},
+                      {"nccl_version", NcclGroup::version()},
+                      {"nccl_algo", env_or("NCCL_ALGO", "auto")},
+                      {"nccl_proto", env_or("NCCL_PROTO", "auto")},
+                      {"time", "host wall time from the group's issue to every stream done, each call after a "
+                               "barrier; max over ranks of each rank's median"},
+                      {"slowest_rank", tm.slowest_rank}};
+    for (const NcclGroup::Member& m : g.members()) record.details["devices"].push_back(m.device);
+  }
+
+ private:
+  // The reference's random data at 64·n elements: member r uploads row r; rank 0's output is
+  // compared and the verdict broadcast, so every rank agrees on the status.
+  static CheckResult check(NcclGroup& g, std::vector<DeviceTensor>& tensors, const OpInstance& inst,
+                           const ExecContext& ctx, DType dt) {
+    const auto& def = OperatorRegistry::instance().get(inst.op);
+    OpInstance small = inst;
+    const std::int64_t S = 64 * inst.shape.at("ranks");
+    small.shape["elements"] = S;
+    Problem p = def.make_problem(small, ctx.seed);
+    round_to(p.inputs[0].data, dt);
+    const Collective c = collective_of(inst.op);
+    const std::size_t out = c == Collective::ReduceScatter ? std::size_t(S / g.size()) : std::size_t(S);
+    DeviceTensor* rank0_out = nullptr;
+    tensors.reserve(2 * g.members().size());
+    for (NcclGroup::Member& m : g.members()) {
+      RAFTER_CUDA_CHECK(cudaSetDevice(m.device));
+      const auto* row = p.inputs[0].data.data() + std::size_t(m.rank) * std::size_t(S);
+      m.in = tensors.emplace_back(upload(std::vector<double>(row, row + S), dt)).data();
+      DeviceTensor& o = tensors.emplace_back(alloc_tensor(dt, out));
+      poison(o);
+      m.out = o.data();
+      if (m.rank == 0) rank0_out = &o;
+    }
+    g.run(c, dt == DType::BF16 ? WireType::BF16 : WireType::F32, std::size_t(S), fmt::format("{} (check)", inst.op));
+    def.reference(small, p);
+    CheckResult result;
+    double verdict[2] = {0, 0};
+    if (rank0_out) {
+      RAFTER_CUDA_CHECK(cudaSetDevice(g.members().front().device));
+      result = compare_outputs(p, {download(*rank0_out)}, inst.precision);
+      verdict[0] = result.passed ? 1 : 0;
+      verdict[1] = result.error;
+    }
+    Ranks::world().broadcast(verdict, sizeof verdict, 0, fmt::format("{} (check verdict)", inst.op));
+    result.ran = true;
+    result.passed = verdict[0] != 0;
+    result.error = verdict[1];
+    result.shape_note = fmt::format("checked at elements={} on rank 0", S);
+    return result;
+  }
+};
+
+RAFTER_REGISTER_BACKEND(NcclCollectives);
+
+}  // namespace
+}  // namespace rafter::workloads::cuda
