@@ -41,8 +41,14 @@ declare -A ops=(
 )
 names=${OPS:-"gemm_bf16_prefill gemm_bf16_decode gemm_fp8_prefill gemm_fp8_decode attention_prefill rmsnorm swiglu softmax adamw quantize"}
 
+budget=${BUDGET_S:-100000}  # seconds: operators and the step are skipped once this is spent
 if [ "$mode" != discover ] && [ "$mode" != step ]; then
+  # One traced counted pass first: each CUPTI call and its result (and a backtrace if it crashes).
+  RAFTER_CUPTI_TRACE=1 $rafter profile --op rmsnorm "${common[@]}" -o "$out/trace.json" > "$out/trace.txt" 2>&1 ||
+    { command -v gdb > /dev/null && RAFTER_CUPTI_TRACE=1 gdb -batch -ex run -ex bt --args $rafter profile --op rmsnorm \
+        "${common[@]}" -o "$out/trace.json" >> "$out/trace.txt" 2>&1; }
   for name in $names; do
+    [ "$SECONDS" -lt "$budget" ] || { echo "$name: skipped (budget)"; continue; }
     args=${ops[$name]}
     s=$(date +%s.%N)
     $rafter profile $args "${common[@]}" -o "$out/$name.rafter.json" > "$out/$name.rafter.txt" 2>&1
@@ -57,7 +63,7 @@ if [ "$mode" != discover ] && [ "$mode" != step ]; then
   python3 bench/counters_vs_ncu.py table "$out" $names | tee "$out/table.txt"
 fi
 
-if [ "$mode" = step ] || [ "$mode" = all ]; then
+if { [ "$mode" = step ] || [ "$mode" = all ]; } && [ "$SECONDS" -lt "$budget" ]; then
   step=(profile --model llama2-7b --phase prefill --device cuda:0 --quick --algo heuristic)
   t() { local s; s=$(date +%s.%N); "$@" > /dev/null 2>&1; awk "BEGIN{print $(date +%s.%N) - $s}"; }
   plain=$(t $rafter "${step[@]}" -o "$out/step_plain.json")

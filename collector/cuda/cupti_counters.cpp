@@ -9,6 +9,7 @@
 #include <cupti_target.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -63,7 +64,10 @@ std::string cupti_text(CUptiResult r) {
   }
 }
 
+// RAFTER_CUPTI_TRACE=1 prints each CUPTI call and its result on stderr (diagnosing a driver).
 void check(CUptiResult r, const char* what) {
+  static const bool trace = std::getenv("RAFTER_CUPTI_TRACE") != nullptr;
+  if (trace) std::fprintf(stderr, "rafter: cupti: %s -> %d\n", what, int(r)), std::fflush(stderr);
   if (r != CUPTI_SUCCESS) fail(r, what);
 }
 
@@ -237,6 +241,7 @@ int sum_ranges(const Host& host, std::vector<std::uint8_t>& data, std::vector<co
   info.counterDataImageSize = data.size();
   check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo");
   for (const char* n : names) out[n] = 0;
+  if (info.numTotalRanges == 0) throw InputError("GPU counters: the launch ran no kernel to count");
   std::vector<double> values(names.size());
   for (std::size_t r = 0; r < info.numTotalRanges; ++r) {
     auto e = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
@@ -279,9 +284,13 @@ GpuCounterStatus gpu_counter_status(int device) {
     return known[device] = s;
   }
   try {
-    // A counted pass over an empty launch: the only way to learn whether the driver lets this
-    // process read counters (the restriction shows at Enable/Start, not at initialisation).
-    count_launch([](void*) {}, device, {"dram__bytes_read.sum"});
+    // Profiler set-up on the device, the range profiler enabled and disabled: what fails here
+    // (privileges, an unsupported or virtualised GPU) fails every counted pass.
+    std::lock_guard cupti_lock(cupti_mutex());
+    const CUcontext ctx = context_of(device);
+    profiler_initialize();
+    Host host(chip_name(device), counter_availability(ctx));
+    RangeProfiler profiler(ctx);
     s.available = true;
     s.reason = chip_name(device);
   } catch (const std::exception& e) {

@@ -18,27 +18,34 @@ double value_of(const std::map<std::string, double>& m, const std::string& name)
   return it->second;
 }
 
-// The precision key of a tensor metric's source type: "sm__ops_path_tensor_src_fp8_dst_fp16.sum" ->
-// "fp8"; bf16 and fp16 kept apart, tf32, fp64, int8 (int4 and other integer types as "int").
+// The precision key of a tensor metric's source type: "sm__ops_path_tensor_src_bf16_dst_fp32.sum" ->
+// "bf16", "..._src_fp8.sum" -> "fp8" (also "tf32", "fp16", "fp64", "int8", "int1").
 std::string tensor_precision(const std::string& metric) {
   std::string src = metric.substr(std::string(kTensorPrefix).size());
-  src = src.substr(0, src.find_first_of("_."));
-  if (src.rfind("fp8", 0) == 0 || src.rfind("e4m3", 0) == 0 || src.rfind("e5m2", 0) == 0) return "fp8";
-  if (src.rfind("int", 0) == 0 || src.rfind("u", 0) == 0 || src.rfind("s", 0) == 0) return src.rfind("int8", 0) == 0 ? "int8" : "int";
-  return src;
+  return src.substr(0, src.find_first_of("_."));
 }
 
 }  // namespace
 
-// One tensor "op" in sm__ops_path_tensor_* is a multiply-add of one element pair (see docs/gpu-counters.md).
-const double kTensorFlopsPerOp = 2.0;
+// sm__ops_path_tensor_* counts math operations, a multiply-add being two (as ncu's roofline
+// sections read it; checked against 2mnk on GEMMs by bench/counters_vs_ncu.sh).
+const double kTensorFlopsPerOp = 1.0;
 
 std::vector<std::string> tensor_metrics_of(const std::vector<std::string>& base_metrics) {
-  std::vector<std::string> out;
+  // Per source type once: no _sparsity_on/_off splits, and no _dst_ split of a type that is
+  // also counted whole (sm__ops_path_tensor_src_fp16 covers ..._src_fp16_dst_fp32).
+  std::vector<std::string> names;
   for (const auto& m : base_metrics)
-    if (m.rfind(kTensorPrefix, 0) == 0) out.push_back(m.find('.') == std::string::npos ? m + ".sum" : m);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+    if (m.rfind(kTensorPrefix, 0) == 0 && m.find("sparsity") == std::string::npos)
+      names.push_back(m.substr(0, m.find('.')));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::vector<std::string> out;
+  for (const auto& m : names) {
+    const bool covered = std::any_of(names.begin(), names.end(),
+                                     [&](const std::string& o) { return o != m && m.rfind(o + "_", 0) == 0; });
+    if (!covered) out.push_back(m + ".sum");
+  }
   return out;
 }
 
