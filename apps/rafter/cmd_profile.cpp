@@ -27,7 +27,8 @@ using namespace rafter::workloads;
 struct ProfileArgs {
   bool list = false, plan = false, json = false, csv = false, quick = false, warm_cache = false, no_check = false,
        counters = false;
-  std::string algo = "best", model, model_file, phase, precision = "bf16", dtype, op, shape, device = "cpu", output, machine, filter;
+  std::string algo = "best";  // GEMM algorithm choice (ExecContext::algo)
+  std::string model, model_file, phase, precision = "bf16", dtype, op, shape, device = "cpu", output, machine, filter;
   std::int64_t batch = 1, seq = 2048, kv_len = 0, tp = 1, dp = 1, m = 0, n = 0, k = 0;
   int zero = 0, threads = 0;
   std::uint64_t seed = 42;

@@ -100,7 +100,8 @@ std::string chip_name(int device) {
 }
 
 std::vector<std::uint8_t> counter_availability(CUcontext ctx) {
-  auto p = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+  auto p = params<CUpti_Profiler_GetCounterAvailability_Params>(
+      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
   p.ctx = ctx;
   check(cuptiProfilerGetCounterAvailability(&p), "cuptiProfilerGetCounterAvailability");
   std::vector<std::uint8_t> image(p.counterAvailabilityImageSize);
@@ -126,7 +127,8 @@ struct Host {
     object = p.pHostObject;
   }
   ~Host() {
-    auto p = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+    auto p =
+        params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
     p.pHostObject = object;
     cuptiProfilerHostDeinitialize(&p);
   }
@@ -134,7 +136,8 @@ struct Host {
   Host& operator=(const Host&) = delete;
 
   std::vector<std::string> base_metrics() const {
-    auto p = params<CUpti_Profiler_Host_GetBaseMetrics_Params>(CUpti_Profiler_Host_GetBaseMetrics_Params_STRUCT_SIZE);
+    auto p = params<CUpti_Profiler_Host_GetBaseMetrics_Params>(
+        CUpti_Profiler_Host_GetBaseMetrics_Params_STRUCT_SIZE);
     p.pHostObject = object;
     p.metricType = CUPTI_METRIC_TYPE_COUNTER;
     check(cuptiProfilerHostGetBaseMetrics(&p), "cuptiProfilerHostGetBaseMetrics");
@@ -142,16 +145,19 @@ struct Host {
   }
 
   std::vector<std::uint8_t> config(std::vector<const char*>& names) const {
-    auto a = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+    auto a = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
+        CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
     a.pHostObject = object;
     a.ppMetricNames = names.data();
     a.numMetrics = names.size();
     check(cuptiProfilerHostConfigAddMetrics(&a), "cuptiProfilerHostConfigAddMetrics");
-    auto s = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+    auto s = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(
+        CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
     s.pHostObject = object;
     check(cuptiProfilerHostGetConfigImageSize(&s), "cuptiProfilerHostGetConfigImageSize");
     std::vector<std::uint8_t> image(s.configImageSize);
-    auto g = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+    auto g = params<CUpti_Profiler_Host_GetConfigImage_Params>(
+        CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
     g.pHostObject = object;
     g.configImageSize = image.size();
     g.pConfigImage = image.data();
@@ -161,7 +167,8 @@ struct Host {
 };
 
 int passes_of(std::vector<std::uint8_t>& config) {
-  auto p = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+  auto p = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(
+      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
   p.configImageSize = config.size();
   p.pConfigImage = config.data();
   check(cuptiProfilerHostGetNumOfPasses(&p), "cuptiProfilerHostGetNumOfPasses");
@@ -186,7 +193,8 @@ struct RangeProfiler {
   RangeProfiler& operator=(const RangeProfiler&) = delete;
 
   std::vector<std::uint8_t> counter_data(std::vector<const char*>& names) const {
-    auto s = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+    auto s = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
     s.pRangeProfilerObject = object;
     s.pMetricNames = names.data();
     s.numMetrics = names.size();
@@ -194,7 +202,8 @@ struct RangeProfiler {
     s.maxNumRangeTreeNodes = kMaxRanges;
     check(cuptiRangeProfilerGetCounterDataSize(&s), "cuptiRangeProfilerGetCounterDataSize");
     std::vector<std::uint8_t> data(s.counterDataSize);
-    auto i = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    auto i = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
     i.pRangeProfilerObject = object;
     i.counterDataSize = data.size();
     i.pCounterData = data.data();
@@ -241,7 +250,8 @@ struct RangeProfiler {
 // Sums each metric over the ranges (kernels) in the counter data; returns the number of ranges.
 int sum_ranges(const Host& host, std::vector<std::uint8_t>& data, std::vector<const char*>& names,
                std::map<std::string, double>& out) {
-  auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+  auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
   info.pCounterDataImage = data.data();
   info.counterDataImageSize = data.size();
   check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo");
@@ -249,7 +259,8 @@ int sum_ranges(const Host& host, std::vector<std::uint8_t>& data, std::vector<co
   if (info.numTotalRanges == 0) throw InputError("GPU counters: the launch ran no kernel to count");
   std::vector<double> values(names.size());
   for (std::size_t r = 0; r < info.numTotalRanges; ++r) {
-    auto e = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+    auto e = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
     e.pHostObject = host.object;
     e.pCounterDataImage = data.data();
     e.counterDataImageSize = data.size();
@@ -285,7 +296,8 @@ GpuCounterStatus gpu_counter_status(int device) {
   if (auto it = known.find(device); it != known.end()) return it->second;
   GpuCounterStatus s;
   if (const char* env = std::getenv("RAFTER_GPU_COUNTERS"); env && std::string(env) == "off") {
-    s.reason = "switched off by RAFTER_GPU_COUNTERS=off";  // e.g. while an outside profiler holds the counters
+    s.reason =
+        "switched off by RAFTER_GPU_COUNTERS=off";  // e.g. while an outside profiler holds the counters
     return known[device] = s;
   }
   try {

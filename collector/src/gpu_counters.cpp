@@ -42,8 +42,8 @@ std::vector<std::string> tensor_metrics_of(const std::vector<std::string>& base_
   names.erase(std::unique(names.begin(), names.end()), names.end());
   std::vector<std::string> out;
   for (const auto& m : names) {
-    const bool covered = std::any_of(names.begin(), names.end(),
-                                     [&](const std::string& o) { return o != m && m.rfind(o + "_", 0) == 0; });
+    const bool covered = std::any_of(
+        names.begin(), names.end(), [&](const std::string& o) { return o != m && m.rfind(o + "_", 0) == 0; });
     if (!covered) out.push_back(m + ".sum");
   }
   return out;
@@ -61,13 +61,15 @@ std::vector<std::string> counter_metrics(const std::vector<std::string>& tensor_
 
 GpuCountedWork gpu_work_from_metrics(const std::map<std::string, double>& metrics) {
   GpuCountedWork w;
-  w.bytes_by_level["HBM"] = value_of(metrics, "dram__bytes_read.sum") + value_of(metrics, "dram__bytes_write.sum");
+  w.bytes_by_level["HBM"] =
+      value_of(metrics, "dram__bytes_read.sum") + value_of(metrics, "dram__bytes_write.sum");
   w.bytes_by_level["L2"] = value_of(metrics, "lts__t_bytes.sum");
   w.bytes_by_level["shared"] = value_of(metrics, "l1tex__t_bytes.sum");
   const std::pair<const char*, const char*> classes[] = {{"d", "fp64"}, {"f", "fp32"}, {"h", "fp16"}};
   for (const auto& [p, key] : classes) {
     const std::string base = std::string("sm__sass_thread_inst_executed_op_") + p;
-    const double f = value_of(metrics, base + "add_pred_on.sum") + value_of(metrics, base + "mul_pred_on.sum") +
+    const double f = value_of(metrics, base + "add_pred_on.sum") +
+                     value_of(metrics, base + "mul_pred_on.sum") +
                      2 * value_of(metrics, base + "fma_pred_on.sum");
     if (f > 0) w.flops[key] += f;
   }

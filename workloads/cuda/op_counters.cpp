@@ -22,7 +22,8 @@ namespace {
 
 void note_once(const std::string& status) {
   static std::once_flag once;
-  std::call_once(once, [&] { fmt::print(stderr, "rafter: note: GPU counters {}; bytes stay analytic\n", status); });
+  std::call_once(once,
+                 [&] { fmt::print(stderr, "rafter: note: GPU counters {}; bytes stay analytic\n", status); });
 }
 
 const std::vector<std::string>& metrics_for(int device) {
@@ -73,12 +74,9 @@ void count_into_record(const StreamFn& op, const ExecContext& ctx, OperatorRecor
   const gpu::GpuCountedWork work = gpu::gpu_work_from_metrics(pass.metrics);
   for (const auto& [level, bytes] : work.bytes_by_level) set_counted_bytes(record, level, bytes);
   record.flops_counted = work.flops;
-  record.details["counters"] = {{"status", status.summary()},
-                                {"metrics", pass.metrics},
-                                {"passes", pass.passes},
-                                {"kernels", pass.kernels},
-                                {"seconds", pass.seconds},
-                                {"replay", "kernel"}};
+  record.details["counters"] = {{"status", status.summary()}, {"metrics", pass.metrics},
+                                {"passes", pass.passes},      {"kernels", pass.kernels},
+                                {"seconds", pass.seconds},    {"replay", "kernel"}};
 }
 
 }  // namespace rafter::workloads::cuda

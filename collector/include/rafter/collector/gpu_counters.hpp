@@ -37,7 +37,7 @@ extern const double kTensorFlopsPerOp;
 
 struct GpuCounterStatus {
   bool available = false;
-  std::string reason;  // why not, or the chip ("gh100")
+  std::string reason;           // why not, or the chip ("gh100")
   std::string summary() const;  // "available (cupti, gh100)" or "unavailable (why)"
 };
 
@@ -46,9 +46,9 @@ GpuCounterStatus gpu_counter_status(int device);
 
 struct CountedPass {
   std::map<std::string, double> metrics;  // summed over every kernel of the launch
-  int passes = 0;        // replays of each kernel that CUPTI needed
-  int kernels = 0;       // auto ranges (kernels) counted
-  double seconds = 0;    // wall time of the whole counted pass (set-up, replays, evaluation)
+  int passes = 0;                         // replays of each kernel that CUPTI needed
+  int kernels = 0;                        // auto ranges (kernels) counted
+  double seconds = 0;                     // wall time of the whole counted pass (set-up, replays, evaluation)
 };
 
 // Runs `launch` once on `device` under CUPTI kernel replay and sums `metrics` over its kernels.
