@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "commands.hpp"
+#include "rafter/collector/counters.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/interrupt.hpp"
 #include "rafter/collector/json_io.hpp"
@@ -25,7 +26,9 @@ namespace {
 using namespace rafter::workloads;
 
 struct ProfileArgs {
-  bool list = false, plan = false, json = false, csv = false, quick = false, warm_cache = false, no_check = false;
+  bool list = false, plan = false, json = false, csv = false, quick = false, warm_cache = false, no_check = false,
+       counters = false;
+  std::string algo = "best";  // GEMM algorithm choice (ExecContext::algo)
   std::string model, model_file, phase, precision = "bf16", dtype, op, shape, device = "cpu", output, machine, filter;
   std::int64_t batch = 1, seq = 2048, kv_len = 0, tp = 1, dp = 1, m = 0, n = 0, k = 0;
   int zero = 0, threads = 0;
@@ -144,6 +147,18 @@ void emit(const ProfileArgs& a, const Run& run, bool planned) {
   if (!a.output.empty()) write_measured_file(a.output, to_json(run).dump(2) + "\n");
 }
 
+// run.conditions.counters for --counters: what the records' counted passes said (the first record
+// with a counter status), else the CPU's counter status (a note on stderr once when unavailable).
+std::string counters_condition(const Run& run, const std::string& device) {
+  for (const auto& r : run.records)
+    if (r.details.contains("counters") && r.details["counters"].contains("status"))
+      return r.details["counters"]["status"].get<std::string>();
+  if (device.rfind("cuda", 0) == 0) return "not counted (no operator ran on the GPU)";
+  note_counters_unavailable_once();
+  const CounterStatus& s = cpu_counter_status();
+  return s.available ? "not counted (" + s.summary() + "; no counted pass ran)" : s.summary();
+}
+
 void run_profile(const ProfileArgs& a) {
   if (a.list) {
     fmt::print("{}", list_text());
@@ -181,9 +196,12 @@ void run_profile(const ProfileArgs& a) {
   ctx.check = !a.no_check;
   ctx.seed = a.seed;
   ctx.threads = a.threads;
+  ctx.counters = a.counters;
+  ctx.algo = a.algo;
   Run run = run_instances(instances, ctx, suite);
   run.conditions["quick"] = a.quick;
   if (ranks.size() > 1) run.conditions["ranks"] = {{"size", ranks.size()}, {"launcher", ranks.info().launcher}};
+  if (a.counters) run.conditions["counters"] = counters_condition(run, a.device);
   // One operator that does not fit the device is a size that does not fit: one line, exit 2.
   if (!a.op.empty() && run.records.size() == 1 && run.records.front().status == RecordStatus::DoesNotFit)
     throw InputError(run.records.front().note);
@@ -204,6 +222,7 @@ void run_profile(const ProfileArgs& a) {
     throw ExitStatus{1};  // the CLI's verdict: results are written, but the run is not trustworthy
   }
 }
+
 
 }  // namespace
 
@@ -237,6 +256,12 @@ void add_profile_command(CLI::App& app) {
   sub->add_flag("--quick", a->quick, "Fewer repeats (fast run)");
   sub->add_flag("--warm-cache", a->warm_cache, "Keep caches warm between repeats (default: flushed)");
   sub->add_flag("--no-check", a->no_check, "Skip the correctness check (results are not trustworthy)");
+  sub->add_flag("--counters", a->counters,
+                "After timing, one counted pass per operator (GPU: CUPTI kernel replay): measured bytes per "
+                "level and FLOPs per precision; analytic bytes kept where counters are unavailable");
+  sub->add_option("--algo", a->algo, "GEMM algorithm: best (time cuBLASLt's candidates) or heuristic (its first)")
+      ->check(CLI::IsMember({"best", "heuristic"}))
+      ->capture_default_str();
   sub->add_option("--threads", a->threads, "CPU threads (default: all cores)");
   sub->add_option("--comm-timeout", a->comm_timeout, "Seconds any wait for the other ranks may last (mpirun)")
       ->capture_default_str()

@@ -195,3 +195,24 @@ TEST(ProfileCli, PlanOnADeviceSaysWhichBackendWouldRunEachRecord) {
   EXPECT_NE(r.out.find("backend"), std::string::npos);
   EXPECT_NE(r.out.find("cpu.onednn"), std::string::npos);
 }
+
+// --counters where no counted pass can run (no PMU on the CPU, no CUPTI pass there): the run
+// completes with analytic bytes, says why once on stderr and in run.conditions.counters.
+TEST(ProfileCli, CountersWithoutCountersCompleteWithANote) {
+  const fs::path out = temp_dir() / "counters.json";
+  const Result r = rafter_cmd("profile --op rmsnorm --shape tokens=64,hidden=256 --quick --counters -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_TRUE(j["conditions"].contains("counters"));
+  const std::string why = j["conditions"]["counters"].get<std::string>();
+  EXPECT_TRUE(why.rfind("unavailable (", 0) == 0 || why.rfind("not counted (", 0) == 0) << why;
+  std::size_t notes = 0;
+  for (std::size_t at = r.err.find("rafter: note:"); at != std::string::npos; at = r.err.find("rafter: note:", at + 1))
+    ++notes;
+  EXPECT_EQ(notes, why.rfind("unavailable", 0) == 0 ? 1u : 0u) << r.err;
+  const auto run = rafter::run_from_json(j);
+  ASSERT_EQ(run.records.size(), 1u);
+  EXPECT_EQ(run.records[0].status, rafter::RecordStatus::Ok);
+  for (const auto& b : run.records[0].bytes) EXPECT_EQ(b.source, rafter::Source::Analytic) << b.level;
+}

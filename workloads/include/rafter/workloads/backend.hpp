@@ -23,6 +23,7 @@ struct ExecContext {
   std::uint64_t seed = 42;
   std::string algo = "best";       // GEMM algorithm choice: "best" (time candidates) | "heuristic"
   int threads = 0;                 // CPU threads; 0 = all cores
+  bool counters = false;           // a separate counted pass after timing (hardware counters)
   // Called by run_instances right before instance `index` runs (a caller's progress display, a
   // tracer, or a test that makes a fault happen mid-run).
   std::function<void(std::size_t index, const OpInstance& inst)> before_each;

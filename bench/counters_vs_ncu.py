@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""rafter's counted figures (run.json details.counters) against Nsight Compute's on the same kernels.
+
+Use: counters_vs_ncu.py table OUT NAME...   (reads OUT/NAME.rafter.json and OUT/NAME.ncu.csv)
+     counters_vs_ncu.py metrics RUN_JSON     (prints the metric list rafter counted, comma-separated)
+The ncu CSV comes from `ncu --csv --page raw --print-units base --log-file ...` over the kernels in
+rafter's NVTX range rafter_counted (see counters_vs_ncu.sh); each metric is summed over its kernels.
+"""
+import csv
+import json
+import sys
+
+
+def counted_record(path):
+    run = json.load(open(path))
+    for r in run["records"]:
+        c = r.get("details", {}).get("counters", {})
+        if "metrics" in c:
+            return r, c
+    raise SystemExit(f"{path}: no counted record ({run.get('conditions', {}).get('counters')})")
+
+
+def ncu_sums(path):
+    rows = list(csv.reader(line for line in open(path) if line.startswith('"')))
+    header = rows[0]
+    sums, kernels = {}, []
+    for row in rows[1:]:
+        rec = dict(zip(header, row))
+        if not rec.get("ID", "").strip().isdigit():
+            continue  # the units row
+        kernels.append(rec.get("Kernel Name", "?"))
+        for k, v in rec.items():
+            if "__" not in k:
+                continue
+            try:
+                sums[k] = sums.get(k, 0.0) + float(v.replace(",", ""))
+            except ValueError:
+                pass
+    return sums, kernels
+
+
+def derived(m):
+    """The same arithmetic as collector/src/gpu_counters.cpp (gpu_work_from_metrics)."""
+    out = {
+        "HBM": m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0),
+        "L2": m.get("lts__t_bytes.sum", 0),
+        "shared": m.get("l1tex__t_bytes.sum", 0),
+    }
+    for p, key in (("d", "fp64"), ("f", "fp32"), ("h", "fp16")):
+        b = "sm__sass_thread_inst_executed_op_" + p
+        f = m.get(b + "add_pred_on.sum", 0) + m.get(b + "mul_pred_on.sum", 0) + 2 * m.get(b + "fma_pred_on.sum", 0)
+        if f:
+            out["flops " + key] = f
+    for k, v in m.items():
+        if k.startswith("sm__ops_path_tensor_src_") and v:
+            out["tensor " + k[len("sm__ops_path_tensor_src_"):]] = v
+    return out
+
+
+def table(out_dir, names):
+    worst = 0.0
+    for name in names:
+        try:
+            rec, c = counted_record(f"{out_dir}/{name}.rafter.json")
+            n, kernels = ncu_sums(f"{out_dir}/{name}.ncu.csv")
+        except (OSError, SystemExit, IndexError) as e:
+            print(f"\n## {name}: no comparison ({e})")
+            continue
+        print(f"\n## {name} ({rec['op']} {rec['precision']} {rec.get('shape')}): rafter {c['kernels']} kernels, "
+              f"{c['passes']} passes, {c['seconds']:.2f} s; ncu {len(kernels)} kernels")
+        print(f"{'figure':40} {'rafter':>14} {'ncu':>14} {'ratio':>8}")
+        r, m = derived(c["metrics"]), derived({k: n.get(k, 0.0) for k in c["metrics"]})
+        for k in sorted(set(r) | set(m)):
+            a, b = r.get(k, 0.0), m.get(k, 0.0)
+            ratio = a / b if b else float("nan") if a else 1.0
+            if b:
+                worst = max(worst, abs(ratio - 1))
+            print(f"{k:40} {a:14.6g} {b:14.6g} {ratio:8.4f}")
+        missing = [k for k in c["metrics"] if k not in n]
+        if missing:
+            print("ncu lacks: " + ", ".join(missing))
+    print(f"\nworst |rafter/ncu - 1| over nonzero figures: {worst:.4%}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "metrics":
+        print(",".join(counted_record(sys.argv[2])[1]["metrics"]))
+    else:
+        table(sys.argv[2], sys.argv[3:])

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# rafter's counted pass (profile --counters: CUPTI range profiler, kernel replay) against Nsight
+# Compute on the same kernels, on the device machine after `source bench/device_build.sh BUILD`.
+# Both count the kernels of rafter's counted launch: rafter through CUPTI, ncu through the NVTX
+# range rafter_counted that wraps that launch (RAFTER_GPU_COUNTERS=off lets ncu hold the counters;
+# the launch then runs once, uncounted, in the range). GEMMs use --algo heuristic so that both runs
+# pick the same cuBLASLt algorithm. Writes OUT/<op>.{rafter.json,ncu.csv}, OUT/table.txt and the
+# wall times of a Llama-2 7B prefill step: plain, with --counters, and with ncu counting.
+# Use: bash bench/counters_vs_ncu.sh BUILD OUT [ops|discover|step|all]
+set -u
+build=${1:-build-dev}
+out=${2:-${OUT:-/tmp/counters}}
+mode=${3:-all}
+rafter=$build/apps/rafter/rafter
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+mkdir -p "$out"
+[ -f bench/gpu_operators_env.sh ] && source bench/gpu_operators_env.sh
+common=(--device cuda:0 --counters --quick --algo heuristic)
+
+if [ "$mode" = discover ] || [ "$mode" = all ]; then
+  "$ncu" --version > "$out/ncu_version.txt" 2>&1
+  "$ncu" --query-metrics --chip gh100 > "$out/ncu_metrics_gh100.txt" 2>&1
+  grep -i tensor "$out/ncu_metrics_gh100.txt" > "$out/ncu_tensor_metrics.txt"
+  for d in /usr/local/cuda*/nsight-compute* /opt/nvidia/nsight-compute/* "$(dirname "$(readlink -f "$ncu")")"; do
+    ls "$d"/sections/*Roofline* 2>/dev/null
+  done | sort -u > "$out/roofline_sections.txt"
+  xargs -r grep -h "Name:\|Expression:" < "$out/roofline_sections.txt" | sort -u > "$out/roofline_section_metrics.txt"
+fi
+
+declare -A ops=(
+  [gemm_bf16_prefill]="--op gemm --dtype bf16 --m 4096 --n 4096 --k 4096"
+  [gemm_bf16_decode]="--op gemm --dtype bf16 --m 16 --n 4096 --k 4096"
+  [gemm_fp8_prefill]="--op gemm --dtype fp8_e4m3 --m 4096 --n 4096 --k 4096"
+  [gemm_fp8_decode]="--op gemm --dtype fp8_e4m3 --m 16 --n 4096 --k 4096"
+  [attention_prefill]="--op attention_prefill"
+  [rmsnorm]="--op rmsnorm"
+  [swiglu]="--op swiglu"
+  [softmax]="--op softmax"
+  [adamw]="--op adamw"
+  [quantize]="--op quantize"
+)
+names=${OPS:-"gemm_bf16_prefill gemm_bf16_decode gemm_fp8_prefill gemm_fp8_decode attention_prefill rmsnorm swiglu softmax adamw quantize"}
+
+budget=${BUDGET_S:-100000}  # seconds: operators and the step are skipped once this is spent
+if [ "$mode" != discover ] && [ "$mode" != step ]; then
+  # One traced counted pass first: each CUPTI call and its result (and a backtrace if it crashes).
+  RAFTER_CUPTI_TRACE=1 $rafter profile --op rmsnorm "${common[@]}" -o "$out/trace.json" > "$out/trace.txt" 2>&1 ||
+    { command -v gdb > /dev/null && RAFTER_CUPTI_TRACE=1 gdb -batch -ex run -ex bt --args $rafter profile --op rmsnorm \
+        "${common[@]}" -o "$out/trace.json" >> "$out/trace.txt" 2>&1; }
+  for name in $names; do
+    [ "$SECONDS" -lt "$budget" ] || { echo "$name: skipped (budget)"; continue; }
+    args=${ops[$name]}
+    s=$(date +%s.%N)
+    $rafter profile $args "${common[@]}" -o "$out/$name.rafter.json" > "$out/$name.rafter.txt" 2>&1
+    e=$(date +%s.%N)
+    metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/$name.rafter.json") || continue
+    RAFTER_GPU_COUNTERS=off "$ncu" ${NCU_ARGS:-} --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
+      --csv --page raw --print-units base --log-file "$out/$name.ncu.csv" \
+      $rafter profile $args "${common[@]}" -o "$out/$name.ncu_run.json" > "$out/$name.ncu_run.txt" 2>&1
+    f=$(date +%s.%N)
+    echo "$name rafter_wall_s $(awk "BEGIN{print $e - $s}") ncu_wall_s $(awk "BEGIN{print $f - $e}")" | tee -a "$out/walls.txt"
+  done
+  python3 bench/counters_vs_ncu.py table "$out" $names | tee "$out/table.txt"
+fi
+
+if { [ "$mode" = step ] || [ "$mode" = all ]; } && [ "$SECONDS" -lt "$budget" ]; then
+  step=(profile --model llama2-7b --phase prefill --device cuda:0 --quick --algo heuristic)
+  t() { local s; s=$(date +%s.%N); "$@" > /dev/null 2>&1; awk "BEGIN{print $(date +%s.%N) - $s}"; }
+  plain=$(t $rafter "${step[@]}" -o "$out/step_plain.json")
+  counted=$(t $rafter "${step[@]}" --counters -o "$out/step_counted.json")
+  metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/step_counted.json")
+  ncu_t=$(t env RAFTER_GPU_COUNTERS=off "$ncu" --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
+    --csv --page raw --print-units base --log-file "$out/step.ncu.csv" $rafter "${step[@]}" --counters -o "$out/step_ncu.json")
+  python3 - "$out" "$plain" "$counted" "$ncu_t" <<'PY' | tee "$out/step.txt"
+import json, sys
+out, plain, counted, ncu_t = sys.argv[1], *map(float, sys.argv[2:])
+recs = json.load(open(f"{out}/step_counted.json"))["records"]
+cs = sum(r.get("details", {}).get("counters", {}).get("seconds", 0) for r in recs)
+print(f"Llama-2 7B prefill step: plain {plain:.1f} s, --counters {counted:.1f} s "
+      f"(counted passes {cs:.1f} s), under ncu {ncu_t:.1f} s; counting cost: rafter {counted - plain:.1f} s, "
+      f"ncu {ncu_t - plain:.1f} s")
+PY
+fi

@@ -1,0 +1,62 @@
+// GPU hardware counters through CUPTI's range profiler (CUDA 13): one counted pass over a launch,
+// kernel replay, every kernel the launch enqueues counted in its own auto range and summed. No
+// CUDA headers here; the counting is implemented in collector/cuda/cupti_counters.cpp (CUDA build
+// only), the metric -> level / precision arithmetic in collector/src/gpu_counters.cpp (pure, tested
+// on recorded values in tests/fixtures/gpu_counters/). Where counters cannot be read (no GPU,
+// NVreg_RestrictProfilingToAdminUsers=1 without root, an unsupported chip) the status says why and
+// count_launch throws DeviceUnavailable: callers keep analytic bytes and never see made-up zeros.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rafter/collector/gpu_timing.hpp"
+
+namespace rafter::gpu {
+
+// The metrics rafter asks for: DRAM read/write bytes, L2 (lts) bytes, L1TEX bytes, SASS thread
+// instructions per FP op and precision, and the tensor-pipe metrics of `chip` that exist.
+std::vector<std::string> counter_metrics(const std::vector<std::string>& tensor_metrics);
+
+// Tensor-pipe metric names of a chip's base-metric list (sm__ops_path_tensor_src_*): used to pick
+// what to count on the chip at hand.
+std::vector<std::string> tensor_metrics_of(const std::vector<std::string>& base_metrics);
+
+struct GpuCountedWork {
+  std::map<std::string, double> bytes_by_level;  // "shared" (L1TEX), "L2", "HBM"
+  std::map<std::string, double> flops;           // "fp64", "fp32", "fp16", "bf16", "tf32", "fp8", "int8"
+};
+
+// Bytes per level and FLOPs per precision from metric values (metric name -> value summed over
+// the kernels). FP64/FP32/FP16 FLOPs: add + mul + 2 x fma thread instructions. Tensor metrics:
+// sm__ops_path_tensor_src_<type>... counts per source type (bf16 and fp16 kept apart, fp8 types
+// merged, int8 as "int8"), times kTensorFlopsPerOp. Throws InputError on a missing byte or FP
+// metric or a negative value.
+GpuCountedWork gpu_work_from_metrics(const std::map<std::string, double>& metrics);
+extern const double kTensorFlopsPerOp;
+
+struct GpuCounterStatus {
+  bool available = false;
+  std::string reason;           // why not, or the chip ("gh100")
+  std::string summary() const;  // "available (cupti, gh100)" or "unavailable (why)"
+};
+
+// Whether CUPTI can count on `device` (probed once per device per process; never throws).
+GpuCounterStatus gpu_counter_status(int device);
+
+struct CountedPass {
+  std::map<std::string, double> metrics;  // summed over every kernel of the launch
+  int passes = 0;                         // replays of each kernel that CUPTI needed
+  int kernels = 0;                        // auto ranges (kernels) counted
+  double seconds = 0;                     // wall time of the whole counted pass (set-up, replays, evaluation)
+};
+
+// Runs `launch` once on `device` under CUPTI kernel replay and sums `metrics` over its kernels.
+// Nothing else is enqueued (no L2 flush is counted). Throws DeviceUnavailable when counters cannot
+// be read here, InputError on other CUPTI/CUDA errors.
+CountedPass count_launch(const LaunchFn& launch, int device, const std::vector<std::string>& metrics);
+
+// The metrics to count on `device`: counter_metrics() with the chip's own tensor metrics.
+std::vector<std::string> counter_metrics_for(int device);
+
+}  // namespace rafter::gpu

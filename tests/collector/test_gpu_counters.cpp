@@ -1,0 +1,69 @@
+// GPU counted work: the metric -> bytes-per-level / FLOPs-per-precision arithmetic on the values in
+// tests/fixtures/gpu_counters/ (no GPU here), the choice of tensor metrics from a chip's list, and
+// malformed input (a metric missing, a negative value).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "rafter/collector/error.hpp"
+#include "rafter/collector/gpu_counters.hpp"
+
+using namespace rafter;
+
+namespace {
+
+nlohmann::json fixture() {
+  std::ifstream in(std::string(RAFTER_SOURCE_DIR) + "/tests/fixtures/gpu_counters/gh100_bf16_gemm.json");
+  return nlohmann::json::parse(in);
+}
+
+std::map<std::string, double> metrics_of(const nlohmann::json& f) {
+  std::map<std::string, double> m;
+  for (const auto& [k, v] : f["metrics"].items()) m[k] = v.get<double>();
+  return m;
+}
+
+}  // namespace
+
+TEST(GpuCounters, LevelsAndPrecisionsFromMetrics) {
+  const auto f = fixture();
+  const gpu::GpuCountedWork w = gpu::gpu_work_from_metrics(metrics_of(f));
+  EXPECT_EQ(w.bytes_by_level.size(), f["expected"]["bytes"].size());
+  for (const auto& [k, v] : f["expected"]["bytes"].items()) {
+    ASSERT_TRUE(w.bytes_by_level.count(k)) << k;
+    EXPECT_DOUBLE_EQ(w.bytes_by_level.at(k), v.get<double>()) << k;
+  }
+  EXPECT_EQ(w.flops.size(), f["expected"]["flops"].size());  // zero precisions are left out
+  for (const auto& [k, v] : f["expected"]["flops"].items()) {
+    ASSERT_TRUE(w.flops.count(k)) << k;
+    EXPECT_DOUBLE_EQ(w.flops.at(k), v.get<double>()) << k;
+  }
+}
+
+TEST(GpuCounters, TensorMetricsOncePerSourceType) {
+  const auto f = fixture();
+  const auto got = gpu::tensor_metrics_of(f["gh100_tensor_base_metrics"].get<std::vector<std::string>>());
+  EXPECT_EQ(got, f["expected_tensor_metrics"].get<std::vector<std::string>>());
+  const auto all = gpu::counter_metrics(got);
+  EXPECT_EQ(all.size(), 4 + 9 + got.size());
+  EXPECT_EQ(all.front(), "dram__bytes_read.sum");
+}
+
+TEST(GpuCounters, MissingOrNegativeMetricIsAnError) {
+  auto m = metrics_of(fixture());
+  auto missing = m;
+  missing.erase("lts__t_bytes.sum");
+  EXPECT_THROW(gpu::gpu_work_from_metrics(missing), InputError);
+  m["dram__bytes_write.sum"] = -1;
+  EXPECT_THROW(gpu::gpu_work_from_metrics(m), InputError);
+}
+
+TEST(GpuCounters, StatusSummary) {
+  gpu::GpuCounterStatus s;
+  s.reason = "no CUDA device 0";
+  EXPECT_EQ(s.summary(), "unavailable (no CUDA device 0)");
+  s.available = true;
+  s.reason = "gh100";
+  EXPECT_EQ(s.summary(), "available (cupti, gh100)");
+}

@@ -1,0 +1,82 @@
+// The counted pass of a CUDA operator (rafter profile --counters): after timing, one separate
+// launch of the same operator under CUPTI kernel replay (collector's gpu_counters.hpp). Counted
+// bytes replace the analytic ones per level (kept as model_bytes), counted FLOPs go to
+// flops_counted, and the raw metrics to details["counters"]. Timing itself is never counted.
+// The counted launch sits in an NVTX range "rafter_counted", and runs (uncounted) even when
+// counters are unavailable: an outside profiler (ncu --nvtx --nvtx-include rafter_counted/) then
+// counts exactly the same kernels (bench/counters_vs_ncu.sh).
+#include <fmt/format.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "cuda_util.hpp"
+#include "op_timer.hpp"
+#include "rafter/collector/error.hpp"
+#include "rafter/collector/gpu_counters.hpp"
+
+namespace rafter::workloads::cuda {
+namespace {
+
+void note_once(const std::string& status) {
+  static std::once_flag once;
+  std::call_once(once,
+                 [&] { fmt::print(stderr, "rafter: note: GPU counters {}; bytes stay analytic\n", status); });
+}
+
+const std::vector<std::string>& metrics_for(int device) {
+  static std::mutex m;
+  static std::map<int, std::vector<std::string>> known;
+  std::lock_guard lock(m);
+  auto it = known.find(device);
+  if (it == known.end()) it = known.emplace(device, gpu::counter_metrics_for(device)).first;
+  return it->second;
+}
+
+// NVTX range around the counted launch (a no-op without an NVTX tool attached).
+struct CountedRange {
+  CountedRange() { nvtxRangePushA("rafter_counted"); }
+  ~CountedRange() { nvtxRangePop(); }
+  CountedRange(const CountedRange&) = delete;
+  CountedRange& operator=(const CountedRange&) = delete;
+};
+
+// The launch alone, uncounted, in the NVTX range: for an outside profiler.
+void launch_marked(const StreamFn& op) {
+  CountedRange range;
+  op(nullptr);
+  RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+}  // namespace
+
+void count_into_record(const StreamFn& op, const ExecContext& ctx, OperatorRecord& record) {
+  const int device = current_device_index(ctx.device);
+  const gpu::GpuCounterStatus status = gpu::gpu_counter_status(device);
+  if (!status.available) {
+    note_once(status.summary());
+    record.details["counters"] = {{"status", status.summary()}};
+    launch_marked(op);
+    return;
+  }
+  gpu::CountedPass pass;
+  try {
+    CountedRange range;
+    pass = gpu::count_launch([&](void* s) { op(static_cast<cudaStream_t>(s)); }, device, metrics_for(device));
+  } catch (const InputError& e) {  // DeviceUnavailable included: the timed record stands
+    const std::string why = fmt::format("unavailable ({})", e.what());
+    note_once(why);
+    record.details["counters"] = {{"status", why}};
+    return;
+  }
+  const gpu::GpuCountedWork work = gpu::gpu_work_from_metrics(pass.metrics);
+  for (const auto& [level, bytes] : work.bytes_by_level) set_counted_bytes(record, level, bytes);
+  record.flops_counted = work.flops;
+  record.details["counters"] = {{"status", status.summary()}, {"metrics", pass.metrics},
+                                {"passes", pass.passes},      {"kernels", pass.kernels},
+                                {"seconds", pass.seconds},    {"replay", "kernel"}};
+}
+
+}  // namespace rafter::workloads::cuda
