@@ -20,7 +20,7 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     -DRAFTER_TESTS=OFF -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
   cmake --build "$build" --target rafter_fuzz -j "${JOBS:-$(nproc)}"
 fi
-export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp UBSAN_OPTIONS=print_stacktrace=1
+export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 HWLOC_COMPONENTS=-pci
 
 # Last coverage line of a log: "cov ft".
 coverage() { grep -E '(DONE|pulse|NEW|REDUCE|INITED) +cov:' "$1" | tail -1 | sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+).*/\1 \2/'; }
