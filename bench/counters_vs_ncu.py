@@ -51,6 +51,8 @@ def derived(m):
         f = m.get(b + "add_pred_on.sum", 0) + m.get(b + "mul_pred_on.sum", 0) + 2 * m.get(b + "fma_pred_on.sum", 0)
         if f:
             out["flops " + key] = f
+    if "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum" in m:
+        out["shared wavefronts"] = m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
     for k, v in m.items():
         if k.startswith("sm__ops_path_tensor_src_") and v:
             out["tensor " + k[len("sm__ops_path_tensor_src_"):]] = v
@@ -58,7 +60,7 @@ def derived(m):
 
 
 def table(out_dir, names):
-    worst = 0.0
+    per_op = {}  # name -> worst |rafter/ncu - 1| over its nonzero ncu figures
     for name in names:
         try:
             rec, c = counted_record(f"{out_dir}/{name}.rafter.json")
@@ -74,12 +76,20 @@ def table(out_dir, names):
             a, b = r.get(k, 0.0), m.get(k, 0.0)
             ratio = a / b if b else float("nan") if a else 1.0
             if b:
-                worst = max(worst, abs(ratio - 1))
+                per_op[name] = max(per_op.get(name, 0.0), abs(ratio - 1))
             print(f"{k:40} {a:14.6g} {b:14.6g} {ratio:8.4f}")
         missing = [k for k in c["metrics"] if k not in n]
         if missing:
             print("ncu lacks: " + ", ".join(missing))
-    print(f"\nworst |rafter/ncu - 1| over nonzero figures: {worst:.4%}")
+    if not per_op:
+        print("\nnothing compared: no operator has both rafter's counts and ncu's")
+        return
+    print("\n## summary: worst |rafter/ncu - 1| per operator over its nonzero figures")
+    for name, w in per_op.items():
+        print(f"{name:24} {w:9.3%}  {'within 1 %' if w <= 0.01 else 'OUTSIDE 1 %'}")
+    inside = sum(w <= 0.01 for w in per_op.values())
+    print(f"{inside} of {len(per_op)} operators within 1 % ({len(names) - len(per_op)} not compared); "
+          f"worst {max(per_op.values()):.3%}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@
 # the launch then runs once, uncounted, in the range). GEMMs use --algo heuristic so that both runs
 # pick the same cuBLASLt algorithm. Writes OUT/<op>.{rafter.json,ncu.csv}, OUT/table.txt and the
 # wall times of a Llama-2 7B prefill step: plain, with --counters, and with ncu counting.
-# Use: bash bench/counters_vs_ncu.sh BUILD OUT [ops|discover|step|all]
+# Mode variants (after ops): the same operators counted again by rafter under CUPTI kernel replay and
+# by ncu with its cache control and clock control off, one table each (OUT/variants.txt): where the
+# two tools' methods differ, which figure moves.
+# Use: bash bench/counters_vs_ncu.sh BUILD OUT [ops|discover|step|variants|all]
 set -u
 build=${1:-build-dev}
 out=${2:-${OUT:-/tmp/counters}}
@@ -61,6 +64,31 @@ if [ "$mode" != discover ] && [ "$mode" != step ]; then
     echo "$name rafter_wall_s $(awk "BEGIN{print $e - $s}") ncu_wall_s $(awk "BEGIN{print $f - $e}")" | tee -a "$out/walls.txt"
   done
   python3 bench/counters_vs_ncu.py table "$out" $names | tee "$out/table.txt"
+fi
+
+if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
+  vops=${VARIANT_OPS:-"rmsnorm softmax gemm_bf16_prefill quantize"}
+  declare -A ncu_flags=([ncu_cache_none]="--cache-control none" [ncu_clock_none]="--clock-control none"
+                        [ncu_both_none]="--cache-control none --clock-control none")
+  for v in rafter_kernel_replay ncu_cache_none ncu_clock_none ncu_both_none; do
+    mkdir -p "$out/$v"
+    for name in $vops; do
+      [ "$SECONDS" -lt "$budget" ] || break
+      args=${ops[$name]}
+      if [ "$v" = rafter_kernel_replay ]; then
+        RAFTER_CUPTI_REPLAY=kernel $rafter profile $args "${common[@]}" -o "$out/$v/$name.rafter.json" > /dev/null 2>&1
+        ln -sf "../$name.ncu.csv" "$out/$v/$name.ncu.csv"
+      else
+        ln -sf "../$name.rafter.json" "$out/$v/$name.rafter.json"
+        metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/$name.rafter.json") || continue
+        RAFTER_GPU_COUNTERS=off "$ncu" ${ncu_flags[$v]} --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
+          --csv --page raw --print-units base --log-file "$out/$v/$name.ncu.csv" \
+          $rafter profile $args "${common[@]}" -o "$out/$v/$name.ncu_run.json" > /dev/null 2>&1
+      fi
+    done
+    echo "### $v" >> "$out/variants.txt"
+    python3 bench/counters_vs_ncu.py table "$out/$v" $vops >> "$out/variants.txt"
+  done
 fi
 
 if { [ "$mode" = step ] || [ "$mode" = all ]; } && [ "$SECONDS" -lt "$budget" ]; then

@@ -150,11 +150,12 @@ void emit(const ProfileArgs& a, const Run& run, bool planned) {
 // run.conditions.counters for --counters: what the records' counted passes said (the first record
 // with a counter status), else the CPU's counter status (a note on stderr once when unavailable).
 std::string counters_condition(const Run& run, const std::string& device) {
+  const bool gpu = device.rfind("cuda", 0) == 0;
+  if (!gpu) note_counters_unavailable_once();  // silent where the CPU's counters can be read
   for (const auto& r : run.records)
     if (r.details.contains("counters") && r.details["counters"].contains("status"))
       return r.details["counters"]["status"].get<std::string>();
-  if (device.rfind("cuda", 0) == 0) return "not counted (no operator ran on the GPU)";
-  note_counters_unavailable_once();
+  if (gpu) return "not counted (no operator ran on the GPU)";
   const CounterStatus& s = cpu_counter_status();
   return s.available ? "not counted (" + s.summary() + "; no counted pass ran)" : s.summary();
 }

@@ -1,7 +1,9 @@
-// CUPTI range profiler (CUDA 13): a counted pass over one launch with kernel replay and auto
-// ranges (one range per kernel, each replayed until every metric is collected), the ranges'
-// values summed. The host side (config image, evaluation) goes through cupti_profiler_host.h.
+// CUPTI range profiler (CUDA 13): a counted pass over one launch with user replay and auto ranges
+// (one range per kernel; the launch repeated once per pass the metrics need, the caller's L2 flush
+// before each pass, outside the counted range), the ranges' values summed. The host side (config
+// image, evaluation) goes through cupti_profiler_host.h and is built once per device.
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
@@ -12,8 +14,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rafter/collector/error.hpp"
@@ -22,9 +26,19 @@
 namespace rafter::gpu {
 namespace {
 
-// Kernels one launch may enqueue (a model step: a few hundred); more ranges than this are dropped
-// by CUPTI, which count_launch reports as an error rather than a short count.
+// Ranges (kernels) a counted launch may hold. The counter data image and the first Start of a pass
+// cost time in proportion (4096 ranges: 2.2 s and 4.5 s per operator on the H100), so a launch is
+// first counted for kFewRanges and counted again for kMaxRanges only when CUPTI dropped ranges; more
+// than kMaxRanges is an error, never a short count.
+constexpr std::size_t kFewRanges = 64;
 constexpr std::size_t kMaxRanges = 4096;
+
+// Replay mode: user replay (rafter repeats the launch, its L2 flush before each pass) unless
+// RAFTER_CUPTI_REPLAY=kernel asks for CUPTI's kernel replay (a diagnostic: bench/counters_vs_ncu.sh).
+CUpti_ProfilerReplayMode replay_mode() {
+  const char* env = std::getenv("RAFTER_CUPTI_REPLAY");
+  return env && std::string(env) == "kernel" ? CUPTI_KernelReplay : CUPTI_UserReplay;
+}
 
 // A zeroed parameter block with its size set, as every CUPTI profiler call wants.
 template <class P>
@@ -65,9 +79,15 @@ std::string cupti_text(CUptiResult r) {
 }
 
 // RAFTER_CUPTI_TRACE=1 prints each CUPTI call and its result on stderr (diagnosing a driver).
+// Each line carries the seconds since the first traced call (where a counted pass spends its time).
 void check(CUptiResult r, const char* what) {
   static const bool trace = std::getenv("RAFTER_CUPTI_TRACE") != nullptr;
-  if (trace) std::fprintf(stderr, "rafter: cupti: %s -> %d\n", what, int(r)), std::fflush(stderr);
+  static const auto t0 = std::chrono::steady_clock::now();
+  if (trace) {
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "rafter: cupti: %9.3f s %s -> %d\n", t, what, int(r));
+    std::fflush(stderr);
+  }
   if (r != CUPTI_SUCCESS) fail(r, what);
 }
 
@@ -77,8 +97,18 @@ CUcontext context_of(int device) {
     throw DeviceUnavailable("no CUDA device " + std::to_string(device));
   if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess)
     throw DeviceUnavailable("CUDA device " + std::to_string(device) + " cannot be initialised");
+  // The driver's cuCtxGetCurrent through the runtime: a direct call would make every rafter binary
+  // need libcuda.so.1, and fail to start on a machine without the NVIDIA driver.
+  static PFN_cuCtxGetCurrent_v4000 get_current = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 4000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    return reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(fn);
+  }();
   CUcontext ctx = nullptr;
-  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) throw DeviceUnavailable("no current CUDA context");
+  if (!get_current || get_current(&ctx) != CUDA_SUCCESS || !ctx) throw DeviceUnavailable("no current CUDA context");
   return ctx;
 }
 
@@ -166,19 +196,11 @@ struct Host {
   }
 };
 
-int passes_of(std::vector<std::uint8_t>& config) {
-  auto p = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(
-      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-  p.configImageSize = config.size();
-  p.pConfigImage = config.data();
-  check(cuptiProfilerHostGetNumOfPasses(&p), "cuptiProfilerHostGetNumOfPasses");
-  return int(p.numOfPasses);
-}
-
 // The range profiler enabled on a context for the life of this object.
 struct RangeProfiler {
   CUpti_RangeProfiler_Object* object = nullptr;
-  explicit RangeProfiler(CUcontext ctx) {
+  std::size_t max_ranges = kFewRanges;
+  RangeProfiler(CUcontext ctx, std::size_t ranges) : max_ranges(ranges) {
     auto p = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
     p.ctx = ctx;
     check(cuptiRangeProfilerEnable(&p), "cuptiRangeProfilerEnable");
@@ -198,8 +220,8 @@ struct RangeProfiler {
     s.pRangeProfilerObject = object;
     s.pMetricNames = names.data();
     s.numMetrics = names.size();
-    s.maxNumOfRanges = kMaxRanges;
-    s.maxNumRangeTreeNodes = kMaxRanges;
+    s.maxNumOfRanges = max_ranges;
+    s.maxNumRangeTreeNodes = max_ranges;
     check(cuptiRangeProfilerGetCounterDataSize(&s), "cuptiRangeProfilerGetCounterDataSize");
     std::vector<std::uint8_t> data(s.counterDataSize);
     auto i = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
@@ -219,8 +241,8 @@ struct RangeProfiler {
     p.counterDataImageSize = data.size();
     p.pCounterDataImage = data.data();
     p.range = CUPTI_AutoRange;
-    p.replayMode = CUPTI_KernelReplay;
-    p.maxRangesPerPass = kMaxRanges;
+    p.replayMode = replay_mode();
+    p.maxRangesPerPass = max_ranges;
     p.numNestingLevels = 1;
     p.minNestingLevel = 1;
     p.passIndex = 0;
@@ -228,22 +250,30 @@ struct RangeProfiler {
     check(cuptiRangeProfilerSetConfig(&p), "cuptiRangeProfilerSetConfig");
   }
 
-  void run(const LaunchFn& launch) const {
-    auto s = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-    s.pRangeProfilerObject = object;
-    check(cuptiRangeProfilerStart(&s), "cuptiRangeProfilerStart");
-    launch(nullptr);  // the legacy default stream: kernel replay serialises it anyway
-    const cudaError_t e = cudaDeviceSynchronize();
-    auto t = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-    t.pRangeProfilerObject = object;
-    check(cuptiRangeProfilerStop(&t), "cuptiRangeProfilerStop");
-    if (e != cudaSuccess) throw InputError(std::string("counted launch: ") + cudaGetErrorString(e));
+  // Passes until CUPTI has every metric: `before` (uncounted), then the launch between Start and
+  // Stop (under kernel replay CUPTI replays inside the one pass). Returns the passes and the ranges
+  // CUPTI dropped (more kernels than max_ranges).
+  std::pair<int, std::size_t> run(const LaunchFn& launch, const LaunchFn& before) const {
+    constexpr int kMaxPasses = 256;  // a config image needs tens of passes at most
+    int passes = 0;
+    for (bool all_submitted = false; !all_submitted; ++passes) {
+      if (passes == kMaxPasses) throw InputError("GPU counters: the counted launch never completed its passes");
+      if (before) before(nullptr);
+      auto s = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+      s.pRangeProfilerObject = object;
+      check(cuptiRangeProfilerStart(&s), "cuptiRangeProfilerStart");
+      launch(nullptr);  // the legacy default stream, after the flush on the same stream
+      const cudaError_t e = cudaDeviceSynchronize();
+      auto t = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+      t.pRangeProfilerObject = object;
+      check(cuptiRangeProfilerStop(&t), "cuptiRangeProfilerStop");
+      if (e != cudaSuccess) throw InputError(std::string("counted launch: ") + cudaGetErrorString(e));
+      all_submitted = t.isAllPassSubmitted != 0;
+    }
     auto d = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
     d.pRangeProfilerObject = object;
     check(cuptiRangeProfilerDecodeData(&d), "cuptiRangeProfilerDecodeData");
-    if (d.numOfRangeDropped > 0)
-      throw InputError("GPU counters: " + std::to_string(d.numOfRangeDropped) + " kernels beyond " +
-                       std::to_string(kMaxRanges) + " were not counted");
+    return {passes, d.numOfRangeDropped};
   }
 };
 
@@ -279,14 +309,41 @@ std::mutex& cupti_mutex() {
   return m;
 }
 
+// The host side of counting on one device, built once: the chip's profiler host and the config
+// image of a metric set (a model step asks for the same set on every operator). The host adds each
+// config's metrics to what it holds, so another set takes a new host.
+struct DeviceCounting {
+  std::string chip;
+  Host host;
+  std::vector<std::string> metrics;
+  std::vector<const char*> names;
+  std::vector<std::uint8_t> config;
+  DeviceCounting(int device, const CUcontext ctx) : chip(chip_name(device)), host(chip, counter_availability(ctx)) {}
+  void configure(const std::vector<std::string>& wanted) {
+    metrics = wanted;
+    for (const auto& m : metrics) names.push_back(m.c_str());
+    config = host.config(names);
+  }
+};
+
+// Under cupti_mutex. Never destroyed: CUPTI may be torn down before static destructors run.
+// `metrics` empty: any host of the device will do (base metrics, status).
+DeviceCounting& counting_on(int device, const std::vector<std::string>& metrics = {}) {
+  static auto* known = new std::map<int, std::unique_ptr<DeviceCounting>>;
+  auto& c = (*known)[device];
+  const CUcontext ctx = context_of(device);
+  profiler_initialize();
+  const bool reconfigure = !metrics.empty() && (!c || c->metrics != metrics);
+  if (!c || (reconfigure && !c->config.empty())) c = std::make_unique<DeviceCounting>(device, ctx);
+  if (reconfigure) c->configure(metrics);
+  return *c;
+}
+
 }  // namespace
 
 std::vector<std::string> counter_metrics_for(int device) {
   std::lock_guard lock(cupti_mutex());
-  const CUcontext ctx = context_of(device);
-  profiler_initialize();
-  Host host(chip_name(device), counter_availability(ctx));
-  return counter_metrics(tensor_metrics_of(host.base_metrics()));
+  return counter_metrics(tensor_metrics_of(counting_on(device).host.base_metrics()));
 }
 
 GpuCounterStatus gpu_counter_status(int device) {
@@ -304,12 +361,10 @@ GpuCounterStatus gpu_counter_status(int device) {
     // Profiler set-up on the device, the range profiler enabled and disabled: what fails here
     // (privileges, an unsupported or virtualised GPU) fails every counted pass.
     std::lock_guard cupti_lock(cupti_mutex());
-    const CUcontext ctx = context_of(device);
-    profiler_initialize();
-    Host host(chip_name(device), counter_availability(ctx));
-    RangeProfiler profiler(ctx);
+    DeviceCounting& counting = counting_on(device);
+    RangeProfiler profiler(context_of(device), kFewRanges);
     s.available = true;
-    s.reason = chip_name(device);
+    s.reason = counting.chip;
   } catch (const std::exception& e) {
     s.reason = e.what();
   }
@@ -317,22 +372,27 @@ GpuCounterStatus gpu_counter_status(int device) {
   return s;
 }
 
-CountedPass count_launch(const LaunchFn& launch, int device, const std::vector<std::string>& metrics) {
+CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pass, int device,
+                         const std::vector<std::string>& metrics) {
   std::lock_guard lock(cupti_mutex());
   const auto t0 = std::chrono::steady_clock::now();
-  const CUcontext ctx = context_of(device);
-  profiler_initialize();
-  Host host(chip_name(device), counter_availability(ctx));
-  std::vector<const char*> names;
-  for (const auto& m : metrics) names.push_back(m.c_str());
-  std::vector<std::uint8_t> config = host.config(names);
+  DeviceCounting& counting = counting_on(device, metrics);
   CountedPass out;
-  out.passes = passes_of(config);
-  RangeProfiler profiler(ctx);
-  std::vector<std::uint8_t> data = profiler.counter_data(names);
-  profiler.configure(config, data);
-  profiler.run(launch);
-  out.kernels = sum_ranges(host, data, names, out.metrics);
+  // The range profiler is enabled for this pass only: left on, it would sit under later timed launches.
+  for (std::size_t ranges = kFewRanges;; ranges = kMaxRanges) {
+    RangeProfiler profiler(context_of(device), ranges);
+    std::vector<std::uint8_t> data = profiler.counter_data(counting.names);
+    profiler.configure(counting.config, data);
+    const auto [passes, dropped] = profiler.run(launch, before_each_pass);
+    if (dropped > 0 && ranges < kMaxRanges) continue;  // more kernels than kFewRanges: count again
+    if (dropped > 0)
+      throw InputError("GPU counters: " + std::to_string(dropped) + " kernels beyond " + std::to_string(kMaxRanges) +
+                       " were not counted");
+    out.passes = passes;
+    out.replay = replay_mode() == CUPTI_KernelReplay ? "kernel" : "user";
+    out.kernels = sum_ranges(counting.host, data, counting.names, out.metrics);
+    break;
+  }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -50,8 +50,10 @@ std::vector<std::string> tensor_metrics_of(const std::vector<std::string>& base_
 }
 
 std::vector<std::string> counter_metrics(const std::vector<std::string>& tensor_metrics) {
+  // Shared-memory wavefronts (ld/st.shared, atomics and wgmma operand reads) are recorded beside the
+  // byte figures: l1tex__t_bytes does not see shared memory.
   std::vector<std::string> m = {"dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
-                                "l1tex__t_bytes.sum"};
+                                "l1tex__t_bytes.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"};
   for (const char* p : {"d", "f", "h"})
     for (const char* op : {"add", "mul", "fma"})
       m.push_back(std::string("sm__sass_thread_inst_executed_op_") + p + op + "_pred_on.sum");

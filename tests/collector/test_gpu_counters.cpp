@@ -46,7 +46,7 @@ TEST(GpuCounters, TensorMetricsOncePerSourceType) {
   const auto got = gpu::tensor_metrics_of(f["gh100_tensor_base_metrics"].get<std::vector<std::string>>());
   EXPECT_EQ(got, f["expected_tensor_metrics"].get<std::vector<std::string>>());
   const auto all = gpu::counter_metrics(got);
-  EXPECT_EQ(all.size(), 4 + 9 + got.size());
+  EXPECT_EQ(all.size(), 5 + 9 + got.size());  // 4 byte metrics, shared wavefronts, 9 FP instruction counts
   EXPECT_EQ(all.front(), "dram__bytes_read.sum");
 }
 

@@ -2,7 +2,8 @@
 // the rest). Both check an instance first (a small shape: random FP64 data, outputs poisoned,
 // compared with the FP64 reference at the precision's tolerance) and then time the full shape
 // (random data in storage precision, caches flushed between repeats unless --warm-cache; for
-// streaming operators a DRAM reference read right before each repeat, see DramReference).
+// streaming operators a DRAM reference read right before each repeat, see DramReference). With
+// --counters, one counted pass after timing (collector's count_cpu_pass: PAPI on every thread).
 #include <fmt/format.h>
 
 #include <emmintrin.h>
@@ -14,6 +15,7 @@
 #include <memory>
 
 #include "cpu_kernel.hpp"
+#include "rafter/collector/counted_work.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/timing.hpp"
 #include "rafter/workloads/backend.hpp"
@@ -115,6 +117,22 @@ nlohmann::json series_summary(const std::vector<double>& v) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
+// rafter profile --counters: one counted pass of the call after timing, each event group after the
+// same cache flush as the timed repeats. FLOPs a PMU does not split by precision go to the record's
+// own FLOP precision. Where counters cannot be read the record keeps its analytic bytes and says why
+// (the CLI prints that once per run).
+void count_into_record(Kernel& kernel, bool flush, OperatorRecord& record) {
+  const std::string precision = record.flops.size() == 1 ? record.flops.begin()->first : record.precision;
+  std::function<void()> before;
+  if (flush) before = [] { flusher().flush(); };
+  try {
+    apply_counted_work(count_cpu_pass(before, [&] { kernel.run(); }, precision), record);
+    record.details["counters"]["status"] = cpu_counter_status().summary();
+  } catch (const DeviceUnavailable& e) {
+    record.details["counters"] = {{"status", fmt::format("unavailable ({})", e.what())}};
+  }
+}
+
 class CpuBackend : public Backend {
  public:
   CpuBackend(std::string name, int priority) : name_(std::move(name)), priority_(priority) {}
@@ -180,6 +198,7 @@ class CpuBackend : public Backend {
             {"copy_bytes_per_second", series_summary(copy)},
             {"efficiency", series_summary(eff)}};
       }
+      if (ctx.counters) count_into_record(*kernel, !ctx.warm_cache, record);
       record.status = (!ctx.check || record.check.passed) ? RecordStatus::Ok : RecordStatus::Invalid;
       if (record.status == RecordStatus::Invalid)
         record.note = fmt::format("check failed: rel error {:.3g} > tolerance {:.3g}", record.check.error,

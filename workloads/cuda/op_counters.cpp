@@ -1,5 +1,6 @@
 // The counted pass of a CUDA operator (rafter profile --counters): after timing, one separate
-// launch of the same operator under CUPTI kernel replay (collector's gpu_counters.hpp). Counted
+// launch of the same operator under CUPTI user replay (collector's gpu_counters.hpp), each pass
+// after the same L2 read-flush as the cold timing. Counted
 // bytes replace the analytic ones per level (kept as model_bytes), counted FLOPs go to
 // flops_counted, and the raw metrics to details["counters"]. Timing itself is never counted.
 // The counted launch sits in an NVTX range "rafter_counted", and runs (uncounted) even when
@@ -44,7 +45,8 @@ struct CountedRange {
 };
 
 // The launch alone, uncounted, in the NVTX range: for an outside profiler.
-void launch_marked(const StreamFn& op) {
+void launch_marked(const StreamFn& op, bool flush_l2) {
+  if (flush_l2) l2_read_flush(nullptr);  // ncu's own cache control flushes too: same state either way
   CountedRange range;
   op(nullptr);
   RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
@@ -52,19 +54,21 @@ void launch_marked(const StreamFn& op) {
 
 }  // namespace
 
-void count_into_record(const StreamFn& op, const ExecContext& ctx, OperatorRecord& record) {
+void count_into_record(const StreamFn& op, bool flush_l2, const ExecContext& ctx, OperatorRecord& record) {
   const int device = current_device_index(ctx.device);
   const gpu::GpuCounterStatus status = gpu::gpu_counter_status(device);
   if (!status.available) {
     note_once(status.summary());
     record.details["counters"] = {{"status", status.summary()}};
-    launch_marked(op);
+    launch_marked(op, flush_l2);
     return;
   }
   gpu::CountedPass pass;
   try {
     CountedRange range;
-    pass = gpu::count_launch([&](void* s) { op(static_cast<cudaStream_t>(s)); }, device, metrics_for(device));
+    const auto flush = [](void* s) { l2_read_flush(static_cast<cudaStream_t>(s)); };
+    pass = gpu::count_launch([&](void* s) { op(static_cast<cudaStream_t>(s)); },
+                             flush_l2 ? gpu::LaunchFn(flush) : gpu::LaunchFn(), device, metrics_for(device));
   } catch (const InputError& e) {  // DeviceUnavailable included: the timed record stands
     const std::string why = fmt::format("unavailable ({})", e.what());
     note_once(why);
@@ -76,7 +80,8 @@ void count_into_record(const StreamFn& op, const ExecContext& ctx, OperatorRecor
   record.flops_counted = work.flops;
   record.details["counters"] = {{"status", status.summary()}, {"metrics", pass.metrics},
                                 {"passes", pass.passes},      {"kernels", pass.kernels},
-                                {"seconds", pass.seconds},    {"replay", "kernel"}};
+                                {"seconds", pass.seconds},    {"replay", pass.replay},
+                                {"l2_flushed_before_each_pass", flush_l2}};
 }
 
 }  // namespace rafter::workloads::cuda

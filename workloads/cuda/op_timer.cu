@@ -128,7 +128,7 @@ void time_into_record(const StreamFn& op, const ExecContext& ctx, OperatorRecord
     record.status = RecordStatus::Failed;
     record.note = "time after subtracting the L2 flush is not positive (operator too short to time cold)";
   }
-  if (ctx.counters) count_into_record(op, ctx, record);
+  if (ctx.counters) count_into_record(op, t.plan.flush_l2, ctx, record);
 }
 
 }  // namespace rafter::workloads::cuda

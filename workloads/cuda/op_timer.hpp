@@ -28,9 +28,10 @@ double estimate_seconds(const StreamFn& op);  // one warm launch timed with even
 OpTiming time_operator(const StreamFn& op, const ExecContext& ctx);
 // time_operator, then record.time / clocks / details ("timing", "gpu").
 void time_into_record(const StreamFn& op, const ExecContext& ctx, OperatorRecord& record);
-// With ctx.counters: one counted pass of `op` (CUPTI kernel replay, op_counters.cpp) after timing;
-// counted bytes per level, flops_counted and details["counters"] (or its "unavailable" status).
-void count_into_record(const StreamFn& op, const ExecContext& ctx, OperatorRecord& record);
+// With ctx.counters: one counted pass of `op` (CUPTI user replay, op_counters.cpp) after timing,
+// L2 read-flushed before each of its passes where the timing was cold (`flush_l2`); counted bytes
+// per level, flops_counted and details["counters"] (or its "unavailable" status).
+void count_into_record(const StreamFn& op, bool flush_l2, const ExecContext& ctx, OperatorRecord& record);
 // GPU, compute capability, driver, CUDA runtime and cuBLASLt versions for record.details.gpu.
 nlohmann::json gpu_details(int device);
 

@@ -1,5 +1,5 @@
 // GPU hardware counters through CUPTI's range profiler (CUDA 13): one counted pass over a launch,
-// kernel replay, every kernel the launch enqueues counted in its own auto range and summed. No
+// user replay, every kernel the launch enqueues counted in its own auto range and summed. No
 // CUDA headers here; the counting is implemented in collector/cuda/cupti_counters.cpp (CUDA build
 // only), the metric -> level / precision arithmetic in collector/src/gpu_counters.cpp (pure, tested
 // on recorded values in tests/fixtures/gpu_counters/). Where counters cannot be read (no GPU,
@@ -46,15 +46,20 @@ GpuCounterStatus gpu_counter_status(int device);
 
 struct CountedPass {
   std::map<std::string, double> metrics;  // summed over every kernel of the launch
-  int passes = 0;                         // replays of each kernel that CUPTI needed
+  int passes = 0;                         // times the launch ran until CUPTI had every metric
   int kernels = 0;                        // auto ranges (kernels) counted
-  double seconds = 0;                     // wall time of the whole counted pass (set-up, replays, evaluation)
+  std::string replay;                     // "user", or "kernel" (RAFTER_CUPTI_REPLAY=kernel, a diagnostic)
+  double seconds = 0;                     // wall time of the whole counted pass (set-up, passes, evaluation)
 };
 
-// Runs `launch` once on `device` under CUPTI kernel replay and sums `metrics` over its kernels.
-// Nothing else is enqueued (no L2 flush is counted). Throws DeviceUnavailable when counters cannot
-// be read here, InputError on other CUPTI/CUDA errors.
-CountedPass count_launch(const LaunchFn& launch, int device, const std::vector<std::string>& metrics);
+// Runs `launch` on `device` under CUPTI user replay, once per pass the metrics need, and sums
+// `metrics` over its kernels. `before_each_pass` (the L2 flush of a cold timing; may be empty)
+// runs ahead of each pass outside the counted range, so that every pass starts from the cache
+// state the timed launches had. The launch repeats: an operator that updates its inputs in place
+// is counted on its later values (the traffic is the same). Throws DeviceUnavailable when counters
+// cannot be read here, InputError on other CUPTI/CUDA errors.
+CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pass, int device,
+                         const std::vector<std::string>& metrics);
 
 // The metrics to count on `device`: counter_metrics() with the chip's own tensor metrics.
 std::vector<std::string> counter_metrics_for(int device);
