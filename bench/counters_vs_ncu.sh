@@ -7,8 +7,8 @@
 # pick the same cuBLASLt algorithm. Writes OUT/<op>.{rafter.json,ncu.csv}, OUT/table.txt and the
 # wall times of a Llama-2 7B prefill step: plain, with --counters, and with ncu counting.
 # Mode variants (after ops): the same operators counted again by rafter under CUPTI kernel replay and
-# by ncu with its cache control and clock control off, one table each (OUT/variants.txt): where the
-# two tools' methods differ, which figure moves.
+# by ncu with its default cache and clock control, one table each (OUT/variants.txt): where the two
+# tools' methods differ, which figure moves.
 # Use: bash bench/counters_vs_ncu.sh BUILD OUT [ops|discover|step|variants|all]
 set -u
 build=${1:-build-dev}
@@ -19,6 +19,9 @@ ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 mkdir -p "$out"
 [ -f bench/gpu_operators_env.sh ] && source bench/gpu_operators_env.sh
 common=(--device cuda:0 --counters --quick --algo heuristic)
+# ncu under rafter's own conditions: clocks not locked (rafter never locks them) and no cache control
+# of its own (rafter read-flushes L2 before the launch in the NVTX range, as before each counted pass).
+ncu_conditions=${NCU_ARGS:---cache-control none --clock-control none}
 
 if [ "$mode" = discover ] || [ "$mode" = all ]; then
   "$ncu" --version > "$out/ncu_version.txt" 2>&1
@@ -57,7 +60,7 @@ if [ "$mode" != discover ] && [ "$mode" != step ]; then
     $rafter profile $args "${common[@]}" -o "$out/$name.rafter.json" > "$out/$name.rafter.txt" 2>&1
     e=$(date +%s.%N)
     metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/$name.rafter.json") || continue
-    RAFTER_GPU_COUNTERS=off "$ncu" ${NCU_ARGS:-} --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
+    RAFTER_GPU_COUNTERS=off "$ncu" $ncu_conditions --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
       --csv --page raw --print-units base --log-file "$out/$name.ncu.csv" \
       $rafter profile $args "${common[@]}" -o "$out/$name.ncu_run.json" > "$out/$name.ncu_run.txt" 2>&1
     f=$(date +%s.%N)
@@ -68,9 +71,9 @@ fi
 
 if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
   vops=${VARIANT_OPS:-"rmsnorm softmax gemm_bf16_prefill quantize"}
-  declare -A ncu_flags=([ncu_cache_none]="--cache-control none" [ncu_clock_none]="--clock-control none"
-                        [ncu_both_none]="--cache-control none --clock-control none")
-  for v in rafter_kernel_replay ncu_cache_none ncu_clock_none ncu_both_none; do
+  declare -A ncu_flags=([ncu_defaults]="--cache-control all --clock-control base"
+                        [ncu_cache_all]="--cache-control all --clock-control none")
+  for v in rafter_kernel_replay ncu_defaults ncu_cache_all; do
     mkdir -p "$out/$v"
     for name in $vops; do
       [ "$SECONDS" -lt "$budget" ] || break
@@ -97,7 +100,7 @@ if { [ "$mode" = step ] || [ "$mode" = all ]; } && [ "$SECONDS" -lt "$budget" ];
   plain=$(t $rafter "${step[@]}" -o "$out/step_plain.json")
   counted=$(t $rafter "${step[@]}" --counters -o "$out/step_counted.json")
   metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/step_counted.json")
-  ncu_t=$(t env RAFTER_GPU_COUNTERS=off "$ncu" --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
+  ncu_t=$(t env RAFTER_GPU_COUNTERS=off "$ncu" $ncu_conditions --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
     --csv --page raw --print-units base --log-file "$out/step.ncu.csv" $rafter "${step[@]}" --counters -o "$out/step_ncu.json")
   python3 - "$out" "$plain" "$counted" "$ncu_t" <<'PY' | tee "$out/step.txt"
 import json, sys

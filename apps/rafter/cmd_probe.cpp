@@ -117,6 +117,8 @@ void run_probe(ProbeArgs& a) {
     check_writable(a.output);  // fail before minutes of measuring, not after
     lock.emplace(a.output);
   }
+  if (a.options.counters && a.device.rfind("cuda", 0) != 0)
+    fmt::print(stderr, "rafter: note: --counters counts the GPU probes' launches (CUPTI); CPU ceilings stay uncounted\n");
   const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   const MachineProfile profile = probes::characterize(a.device, a.options);
   if (ranks.rank() != 0) return;
@@ -144,6 +146,9 @@ void add_probe_command(CLI::App& app) {
   sub->add_option("--filter", a->options.filter, "Regular expression over probe names (see --list)");
   sub->add_option("--max-working-set", a->max_working_set,
                   "Largest working set of the sweeps, bytes (K/M/G suffix)");
+  sub->add_flag("--counters", a->options.counters,
+                "GPU: count each ceiling's timed launch once more (CUPTI) and record its bytes and FLOPs "
+                "beside the probe's declared work (params.counters)");
   sub->add_option("--sustained", a->options.sustained_seconds,
                   "GPU: also hold each compute ceiling this many seconds at the power limit (10-30)")
       ->check(CLI::Range(1.0, 600.0));

@@ -300,6 +300,10 @@ int sum_ranges(const Host& host, std::vector<std::uint8_t>& data, std::vector<co
     e.pMetricValues = values.data();
     check(cuptiProfilerHostEvaluateToGpuValues(&e), "cuptiProfilerHostEvaluateToGpuValues");
     for (std::size_t i = 0; i < names.size(); ++i) out[names[i]] += values[i];
+    if (std::getenv("RAFTER_CUPTI_TRACE"))  // each kernel's DRAM figures (where a write-back lands)
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (std::string(names[i]).rfind("dram__", 0) == 0)
+          std::fprintf(stderr, "rafter: cupti: range %zu %s = %.6g\n", r, names[i], values[i]);
   }
   return int(info.numTotalRanges);
 }

@@ -12,6 +12,7 @@
 
 #include "nvml_runtime.hpp"
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/gpu_counters.hpp"
 #include "rafter/collector/interrupt.hpp"
 
 namespace rafter::gpu {
@@ -156,6 +157,30 @@ PowerReading read_power(int device) {
 
 nlohmann::json nvml_properties(int device) { return nvml::device_properties(pci_bus_id(device)); }
 
+namespace {
+
+// The counted pass of a timed launch (GpuTimingOptions::count); never throws: counters that cannot
+// be read leave the timing as it is and say why.
+nlohmann::json count_once(const LaunchFn& launch, const GpuTimingOptions& options) {
+  const GpuCounterStatus status = gpu_counter_status(options.device);
+  if (!status.available) return {{"status", status.summary()}};
+  LaunchFn before;
+  if (options.flush_l2) before = [&](void* s) { read_flush(options.device, s); };
+  try {
+    const CountedPass pass = count_launch(launch, before, options.device, counter_metrics_for(options.device));
+    const GpuCountedWork work = gpu_work_from_metrics(pass.metrics);
+    return {{"status", status.summary()},
+            {"bytes_per_launch", work.bytes_by_level},
+            {"flops_per_launch", work.flops},
+            {"passes", pass.passes},
+            {"kernels", pass.kernels}};
+  } catch (const std::exception& e) {
+    return {{"status", std::string("unavailable (") + e.what() + ")"}};
+  }
+}
+
+}  // namespace
+
 GpuTiming time_launches(const LaunchFn& launch, const GpuTimingOptions& options) {
   check(cudaSetDevice(options.device), "cudaSetDevice");
   const int n = options.launches_per_sample < 1 ? 1 : options.launches_per_sample;
@@ -207,6 +232,7 @@ GpuTiming time_launches(const LaunchFn& launch, const GpuTimingOptions& options)
   out.clocks.memory_hz_after = after.memory_hz;
   // A drop of more than 5% while the samples ran means the clock fell under load (power or heat).
   out.clocks.throttled = after.source == "nvml" && after.sm_hz < 0.95 * before.sm_hz;
+  if (options.count) out.counted = count_once(launch, options);
   return out;
 }
 

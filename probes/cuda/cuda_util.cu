@@ -41,6 +41,30 @@ void fill_random(void* device_ptr, std::size_t bytes, unsigned seed) {
   check(cudaDeviceSynchronize(), "fill_random");
 }
 
+namespace {
+
+// The counted pass beside what the probe declares: for a byte ceiling the counted bytes at its own
+// level (L1 is counted as "shared", l1tex traffic), for a FLOP ceiling the counted FLOPs of every
+// precision, over work_per_launch. A ratio far from 1 is a probe that does not move or compute
+// what it claims (or a level the counters do not see: shared memory for L1).
+nlohmann::json counted_check(const Measurement& m, const std::string& resource) {
+  nlohmann::json j = m.timing.counted;
+  if (!j.contains("bytes_per_launch") || m.work_per_launch <= 0) return j;
+  double counted = 0;
+  if (m.unit == "B/s") {
+    const std::string level = resource == "L1" ? "shared" : resource;
+    if (!j["bytes_per_launch"].contains(level)) return j;
+    counted = j["bytes_per_launch"][level].get<double>();
+    j["level"] = level;
+  } else {
+    for (const auto& [precision, flops] : j["flops_per_launch"].items()) counted += flops.get<double>();
+  }
+  j["counted_over_declared"] = counted / m.work_per_launch;
+  return j;
+}
+
+}  // namespace
+
 Ceiling make_ceiling(const Device& device, const std::string& probe, const Measurement& m,
                      nlohmann::json params) {
   Ceiling c;
@@ -65,6 +89,7 @@ Ceiling make_ceiling(const Device& device, const std::string& probe, const Measu
   params["seconds_per_launch_median"] = m.timing.seconds.median;
   params["work_per_launch"] = work;
   params["cuda_graph"] = m.timing.graph_used;
+  if (!m.timing.counted.is_null()) params["counters"] = counted_check(m, c.resource);
   c.params = std::move(params);
   return c;
 }
@@ -94,6 +119,7 @@ gpu::GpuTimingOptions timing_options(const ProbeOptions& options, const Device& 
   if (t.policy.max_repeats > 15) t.policy.max_repeats = 15;
   if (t.policy.max_total_seconds > 0.5) t.policy.max_total_seconds = 0.5;
   t.flush_l2 = flush_l2;
+  t.count = options.counters;
   return t;
 }
 

@@ -258,3 +258,14 @@ TEST(ProbeCli, LaunchFloorIsTheThreadPoolsForkJoin) {
   EXPECT_LT(launch->figure.value, 1e-3);
   EXPECT_GE(launch->threads, 2);
 }
+
+TEST(ProbeCli, CountersOnTheCpuSayTheyCountGpuProbesOnly) {
+  const fs::path dir = rafter::testing::make_temp_dir("probe_counters");
+  const fs::path out = dir / "machine.json";
+  const auto r = run_rafter({"probe", "--device", "cpu", "--quick", "--filter", "cpu.launch", "--counters", "-o",
+                             out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("rafter: note: --counters counts the GPU probes' launches"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out));
+  fs::remove_all(dir);
+}

@@ -10,6 +10,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -67,7 +68,16 @@ void count_into_record(const StreamFn& op, bool flush_l2, const ExecContext& ctx
   try {
     CountedRange range;
     const auto flush = [](void* s) { l2_read_flush(static_cast<cudaStream_t>(s)); };
-    pass = gpu::count_launch([&](void* s) { op(static_cast<cudaStream_t>(s)); },
+    // RAFTER_CUPTI_TRAILER=flush (a diagnostic): an L2 read-flush after the operator, counted as a
+    // range of its own, shows whether the operator's dirty lines are written back in its own range.
+    static const bool trailer = [] {
+      const char* env = std::getenv("RAFTER_CUPTI_TRAILER");
+      return env && std::string(env) == "flush";
+    }();
+    pass = gpu::count_launch([&](void* s) {
+                               op(static_cast<cudaStream_t>(s));
+                               if (trailer) l2_read_flush(static_cast<cudaStream_t>(s));
+                             },
                              flush_l2 ? gpu::LaunchFn(flush) : gpu::LaunchFn(), device, metrics_for(device));
   } catch (const InputError& e) {  // DeviceUnavailable included: the timed record stands
     const std::string why = fmt::format("unavailable ({})", e.what());

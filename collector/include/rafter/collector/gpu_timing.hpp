@@ -4,6 +4,7 @@
 // so callers live in CUDA-enabled code only.
 #pragma once
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "rafter/collector/machine_profile.hpp"
@@ -21,6 +22,9 @@ struct GpuTimingOptions {
   bool use_graph = true;        // capture `launches_per_sample` launches in a graph, time its replays
   int launches_per_sample = 1;  // launches in one timed sample (graph or plain); time is per launch
   bool flush_l2 = true;         // overwrite L2 between samples (cold cache); false keeps it warm
+  // After timing, one counted pass of `launch` (gpu_counters.hpp; L2 read-flushed before each of
+  // its passes where the timing flushed): rafter probe --counters.
+  bool count = false;
 };
 
 struct GpuTiming {
@@ -28,6 +32,9 @@ struct GpuTiming {
   ClockState clocks;  // read while the first and the last timed sample ran (under load)
   bool graph_used = false;
   double core_hz_mean = 0;  // mean of the SM clock readings taken while the samples ran
+  // With options.count: {"status", "bytes_per_launch": {level: bytes}, "flops_per_launch":
+  // {precision: FLOPs}, "passes", "kernels"}, or {"status": "unavailable (why)"}; null otherwise.
+  nlohmann::json counted;
 };
 
 // Times `launch` on its own stream. Throws InputError on CUDA errors (message names the call).

@@ -19,6 +19,9 @@ struct ProbeOptions {
   // --sustained: also hold each GPU compute ceiling this long (at the power limit, as a training
   // step runs) and record the held figure beside the burst one (regime "sustained"); 0 = burst only.
   double sustained_seconds = 0;
+  // --counters: each GPU ceiling's timed launch counted once more (CUPTI), its counted bytes and
+  // FLOPs beside the work the probe declares (params.counters): checks the probes' own traffic.
+  bool counters = false;
   RepeatPolicy policy;
 };
 
