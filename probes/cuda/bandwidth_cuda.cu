@@ -264,6 +264,7 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
     consider(m, v, n16);
     Measurement small = m;
     small.work_per_launch = double(n16_op) * 16 * streams_of(op);
+    small.timing.counted = nullptr;  // --counters counted the large-buffer launch, not this one
     if (op != SweepOp::Write &&
         gpu::time_each_launch([&](void* s) { launch_stream(v, op, blocks, x, n16_op, cudaStream_t(s)); },
                               [dev](void* s) { gpu::read_flush(dev, s); }, 8,
