@@ -3,7 +3,7 @@
 # L1, L2, L3 and DRAM and the FP64 FMA peak, on 1 thread and on all cores. Prints a table of
 # rafter/likwid ratios (rafter must not under-report: aim >= 1.0 on every row).
 #
-#   bench/likwid_compare.sh [RAFTER_BINARY] [OUT_DIR] [ROUNDS]
+#   [ISA=avx2] bench/likwid_compare.sh [RAFTER_BINARY] [OUT_DIR] [ROUNDS]
 #
 # Each round runs rafter (quick sweep: every power of two, fewer repeats) and then likwid-bench on
 # every row; the table keeps each tool's best round, so that a round disturbed by another process
@@ -39,8 +39,11 @@ ws_for() {  # level threads -> total working set in bytes
   esac
 }
 MAXWS=$(( L3 * 16 ))
+# ISA=avx2 holds both tools to 256-bit kernels on an AVX-512 host (the AVX2 rows without an AVX2-only box).
 ISA_LOAD=load_avx512; ISA_PEAK=peakflops_avx512_fma; RAFTER_ISA=avx512
-if ! grep -q avx512f /proc/cpuinfo; then ISA_LOAD=load_avx; ISA_PEAK=peakflops_avx_fma; RAFTER_ISA=avx2; fi
+if [ "${ISA:-}" = avx2 ] || ! grep -q avx512f /proc/cpuinfo; then
+  ISA_LOAD=load_avx; ISA_PEAK=peakflops_avx_fma; RAFTER_ISA=avx2
+fi
 
 likwid() {  # kernel bytes threads field round -> value in B/s or FLOP/s
   local kb=$(( $2 / 1024 ))
