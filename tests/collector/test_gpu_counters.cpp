@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "rafter/collector/error.hpp"
@@ -66,4 +67,30 @@ TEST(GpuCounters, StatusSummary) {
   s.available = true;
   s.reason = "gh100";
   EXPECT_EQ(s.summary(), "available (cupti, gh100)");
+}
+
+// Values recorded on an H100 (tests/fixtures/gpu_counters/h100_recorded.json): the GEMM's tensor work is
+// its 2mnk FLOPs, HBM is DRAM read + write, and neither launch gets a counted shared level (both used
+// shared memory, which l1tex bytes miss: 12 KB for the GEMM).
+TEST(GpuCounters, RecordedH100Counts) {
+  std::ifstream in(std::string(RAFTER_SOURCE_DIR) + "/tests/fixtures/gpu_counters/h100_recorded.json");
+  const auto f = nlohmann::json::parse(in);
+  std::map<std::string, gpu::GpuCountedWork> work;
+  for (const auto& [name, rec] : f["records"].items()) {
+    std::map<std::string, double> m;
+    for (const auto& [k, v] : rec["metrics"].items()) m[k] = v.get<double>();
+    work[name] = gpu::gpu_work_from_metrics(m);
+    EXPECT_DOUBLE_EQ(work[name].bytes_by_level.at("HBM"),
+                     m.at("dram__bytes_read.sum") + m.at("dram__bytes_write.sum")) << name;
+    EXPECT_EQ(work[name].bytes_by_level.count("shared"), 0u) << name;
+  }
+  EXPECT_DOUBLE_EQ(work.at("gemm_bf16_prefill").flops.at("bf16"), 2.0 * 4096.0 * 4096.0 * 4096.0);
+  const auto& rms = work.at("rmsnorm").flops;
+  EXPECT_DOUBLE_EQ(rms.at("fp32"), 11534336.0 + 33554432.0 + 2 * 22020096.0);  // add + mul + 2 fma
+  EXPECT_DOUBLE_EQ(rms.at("fp16"), 2 * 1048576.0);
+  // A launch without shared-memory wavefronts counts its l1tex bytes as the shared level.
+  std::map<std::string, double> no_smem;
+  for (const auto& [k, v] : f["records"]["rmsnorm"]["metrics"].items()) no_smem[k] = v.get<double>();
+  no_smem[gpu::kSharedWavefronts] = 0;
+  EXPECT_DOUBLE_EQ(gpu::gpu_work_from_metrics(no_smem).bytes_by_level.at("shared"), 100663296.0);
 }

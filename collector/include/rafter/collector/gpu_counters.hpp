@@ -22,13 +22,18 @@ std::vector<std::string> counter_metrics(const std::vector<std::string>& tensor_
 // what to count on the chip at hand.
 std::vector<std::string> tensor_metrics_of(const std::vector<std::string>& base_metrics);
 
+// Shared-memory wavefronts (ld/st.shared, atomics, wgmma operand reads): recorded with every count;
+// the "shared" level is counted only where this is 0 (see gpu_work_from_metrics).
+inline constexpr const char* kSharedWavefronts = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum";
+
 struct GpuCountedWork {
   std::map<std::string, double> bytes_by_level;  // "shared" (L1TEX), "L2", "HBM"
   std::map<std::string, double> flops;           // "fp64", "fp32", "fp16", "bf16", "tf32", "fp8", "int8"
 };
 
 // Bytes per level and FLOPs per precision from metric values (metric name -> value summed over
-// the kernels). FP64/FP32/FP16 FLOPs: add + mul + 2 x fma thread instructions. Tensor metrics:
+// the kernels): HBM = DRAM read + write, L2 = lts bytes, shared = l1tex bytes only where the launch
+// did no shared-memory wavefronts (absent otherwise: the analytic figure stands). FP64/FP32/FP16 FLOPs: add + mul + 2 x fma thread instructions. Tensor metrics:
 // sm__ops_path_tensor_src_<type>... counts per source type (bf16 and fp16 kept apart, fp8 types
 // merged, int8 as "int8"), times kTensorFlopsPerOp. Throws InputError on a missing byte or FP
 // metric or a negative value.
