@@ -224,7 +224,6 @@ void run_profile(const ProfileArgs& a) {
   }
 }
 
-
 }  // namespace
 
 void add_profile_command(CLI::App& app) {
@@ -258,7 +257,7 @@ void add_profile_command(CLI::App& app) {
   sub->add_flag("--warm-cache", a->warm_cache, "Keep caches warm between repeats (default: flushed)");
   sub->add_flag("--no-check", a->no_check, "Skip the correctness check (results are not trustworthy)");
   sub->add_flag("--counters", a->counters,
-                "After timing, one counted pass per operator (GPU: CUPTI kernel replay): measured bytes per "
+                "After timing, one counted pass per operator (GPU: CUPTI user replay; CPU: PAPI): measured bytes per "
                 "level and FLOPs per precision; analytic bytes kept where counters are unavailable");
   sub->add_option("--algo", a->algo, "GEMM algorithm: best (time cuBLASLt's candidates) or heuristic (its first)")
       ->check(CLI::IsMember({"best", "heuristic"}))

@@ -345,9 +345,13 @@ DeviceCounting& counting_on(int device, const std::vector<std::string>& metrics 
 
 }  // namespace
 
-std::vector<std::string> counter_metrics_for(int device) {
+const std::vector<std::string>& counter_metrics_for(int device) {
   std::lock_guard lock(cupti_mutex());
-  return counter_metrics(tensor_metrics_of(counting_on(device).host.base_metrics()));
+  static auto* known = new std::map<int, std::vector<std::string>>;  // never destroyed, as counting_on
+  auto it = known->find(device);
+  if (it == known->end())
+    it = known->emplace(device, counter_metrics(tensor_metrics_of(counting_on(device).host.base_metrics()))).first;
+  return it->second;
 }
 
 GpuCounterStatus gpu_counter_status(int device) {

@@ -11,7 +11,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 
 #include "cuda_util.hpp"
@@ -26,15 +25,6 @@ void note_once(const std::string& status) {
   static std::once_flag once;
   std::call_once(once,
                  [&] { fmt::print(stderr, "rafter: note: GPU counters {}; bytes stay analytic\n", status); });
-}
-
-const std::vector<std::string>& metrics_for(int device) {
-  static std::mutex m;
-  static std::map<int, std::vector<std::string>> known;
-  std::lock_guard lock(m);
-  auto it = known.find(device);
-  if (it == known.end()) it = known.emplace(device, gpu::counter_metrics_for(device)).first;
-  return it->second;
 }
 
 // NVTX range around the counted launch (a no-op without an NVTX tool attached).
@@ -78,7 +68,7 @@ void count_into_record(const StreamFn& op, bool flush_l2, const ExecContext& ctx
                                op(static_cast<cudaStream_t>(s));
                                if (trailer) l2_read_flush(static_cast<cudaStream_t>(s));
                              },
-                             flush_l2 ? gpu::LaunchFn(flush) : gpu::LaunchFn(), device, metrics_for(device));
+                             flush_l2 ? gpu::LaunchFn(flush) : gpu::LaunchFn(), device, gpu::counter_metrics_for(device));
   } catch (const InputError& e) {  // DeviceUnavailable included: the timed record stands
     const std::string why = fmt::format("unavailable ({})", e.what());
     note_once(why);

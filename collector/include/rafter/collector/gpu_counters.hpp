@@ -66,7 +66,8 @@ struct CountedPass {
 CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pass, int device,
                          const std::vector<std::string>& metrics);
 
-// The metrics to count on `device`: counter_metrics() with the chip's own tensor metrics.
-std::vector<std::string> counter_metrics_for(int device);
+// The metrics to count on `device`: counter_metrics() with the chip's own tensor metrics (looked up once
+// per device).
+const std::vector<std::string>& counter_metrics_for(int device);
 
 }  // namespace rafter::gpu
