@@ -54,39 +54,6 @@ RowLaunch plan_row(std::int64_t cols, bool wide = false) {
   return l;
 }
 
-template <int VEC, int CPT>
-__global__ void rmsnorm_fwd_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                   bf16* __restrict__ y, float* __restrict__ rstd, int cols, float eps) {
-  __shared__ float scratch[32];
-  const std::int64_t row = blockIdx.x;
-  const int chunks = cols / VEC;
-  const bf16* xr = x + row * cols;
-  float v[CPT][VEC];
-  float ss = 0.f;
-#pragma unroll
-  for (int c = 0; c < CPT; ++c) {
-    int idx = threadIdx.x + c * blockDim.x;
-    if (idx < chunks) {
-      load_chunk<VEC>(xr + idx * VEC, v[c]);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) ss += v[c][i] * v[c][i];
-    }
-  }
-  float r = rsqrtf(block_reduce<false>(ss, scratch) / cols + eps);
-  if (rstd && threadIdx.x == 0) rstd[row] = r;
-#pragma unroll
-  for (int c = 0; c < CPT; ++c) {
-    int idx = threadIdx.x + c * blockDim.x;
-    if (idx < chunks) {
-      float wf[VEC];
-      load_chunk<VEC>(w + idx * VEC, wf);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) v[c][i] = v[c][i] * r * wf[i];
-      store_chunk<VEC>(y + row * cols + idx * VEC, v[c]);
-    }
-  }
-}
-
 // A chunk as stored (8 BF16 in one 16-byte register quad, or one BF16): rows held packed take a
 // quarter of the registers of FP32 copies, which lets the backward keep more rows in flight.
 template <int VEC>
@@ -97,10 +64,13 @@ template <>
 struct Packed<1> {
   __nv_bfloat16 raw;
 };
-template <int VEC>
+// kStream: read once (evict-first); else a plain read-only load.
+template <int VEC, bool kStream = true>
 __device__ __forceinline__ void load_packed(const bf16* __restrict__ p, Packed<VEC>& out) {
-  if constexpr (VEC == 8) out.raw = __ldcs(reinterpret_cast<const uint4*>(p));
-  else out.raw = p[0];
+  if constexpr (VEC == 8)
+    out.raw = kStream ? __ldcs(reinterpret_cast<const uint4*>(p)) : __ldg(reinterpret_cast<const uint4*>(p));
+  else
+    out.raw = p[0];
 }
 template <int VEC>
 __device__ __forceinline__ void unpack(const Packed<VEC>& in, float (&f)[VEC]) {
@@ -111,6 +81,51 @@ __device__ __forceinline__ void unpack(const Packed<VEC>& in, float (&f)[VEC]) {
     for (int i = 0; i < 8; ++i) f[i] = t[i];
   } else {
     f[0] = __bfloat162float(in.raw);
+  }
+}
+
+// x and the weight are held packed (a quarter of the registers of FP32 copies) and loaded
+// together, so the weight's latency hides behind the reduction. (Loading the weight after the
+// reduction: 90.6 us at 16384 x 4096 on the H100, torch.compile 89.7; holding both in FP32 cost
+// occupancy: 98.6 us.)
+template <int VEC, int CPT>
+__global__ void rmsnorm_fwd_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                   bf16* __restrict__ y, float* __restrict__ rstd, int cols, float eps) {
+  __shared__ float scratch[32];
+  const std::int64_t row = blockIdx.x;
+  const int chunks = cols / VEC;
+  const bf16* xr = x + row * cols;
+  Packed<VEC> xp[CPT], wp[CPT];
+  float ss = 0.f;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+    if (idx < chunks) {
+      load_packed<VEC, false>(xr + idx * VEC, xp[c]);  // plain loads: evict-first ran slower in the streams
+      load_packed<VEC, false>(w + idx * VEC, wp[c]);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < CPT; ++c)
+    if (threadIdx.x + c * blockDim.x < chunks) {
+      float v[VEC];
+      unpack<VEC>(xp[c], v);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) ss += v[i] * v[i];
+    }
+  float r = rsqrtf(block_reduce<false>(ss, scratch) / cols + eps);
+  if (rstd && threadIdx.x == 0) rstd[row] = r;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    int idx = threadIdx.x + c * blockDim.x;
+    if (idx < chunks) {
+      float v[VEC], wf[VEC];
+      unpack<VEC>(xp[c], v);
+      unpack<VEC>(wp[c], wf);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] = v[i] * r * wf[i];
+      store_chunk<VEC>(y + row * cols + idx * VEC, v);
+    }
   }
 }
 
@@ -137,10 +152,7 @@ __global__ void rmsnorm_bwd_kernel(const bf16* __restrict__ x, const bf16* __res
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     int idx = threadIdx.x + c * blockDim.x;
-    if (idx < chunks) {
-      if constexpr (VEC == 8) wp[c].raw = __ldg(reinterpret_cast<const uint4*>(w + idx * 8));
-      else wp[c].raw = w[idx];
-    }
+    if (idx < chunks) load_packed<VEC, false>(w + idx * VEC, wp[c]);
   }
   load_row(blockIdx.x, xp, gp);
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
