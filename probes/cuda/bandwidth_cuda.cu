@@ -40,15 +40,41 @@ struct Context {
 
 double pow2_at_least(double x) { return std::exp2(std::ceil(std::log2(x))); }
 
+// Launch shapes of the device read sweep: vectors in flight per thread, threads per block,
+// blocks per SM. The point keeps the fastest. Measured on the H100 (L2, 4-16 MiB): 8 vectors in
+// 4 blocks of 256 read 9.0-9.5 TB/s where 4 vectors in 2 blocks of 1024 read 7.8-8.2.
+struct ReadShape {
+  int unroll, threads, blocks_per_sm;
+};
+constexpr ReadShape kReadShapes[] = {{kUnroll, kSweepThreads, 2}, {8, 256, 4}, {8, 128, 8}};
+
+void launch_read(const ReadShape& r, int sms, const int4* a, unsigned mask, int trips, int* sink,
+                 cudaStream_t st) {
+  const int blocks = r.blocks_per_sm * sms;
+  if (r.unroll == kUnroll)
+    grid_read<kUnroll, kSweepThreads><<<blocks, kSweepThreads, 0, st>>>(a, mask, trips, sink);
+  else if (r.threads == 256)
+    grid_read<8, 256><<<blocks, 256, 0, st>>>(a, mask, trips, sink);
+  else
+    grid_read<8, 128><<<blocks, 128, 0, st>>>(a, mask, trips, sink);
+}
+
 // One point of a sweep: `l1` selects the L1 sweep (read only), else the device sweep of `op`.
-SweepPoint sweep_point(Context& cx, SweepOp op, bool l1, double ws_bytes) {
-  const int blocks = 2 * cx.props.multiProcessorCount;
-  const double threads = double(blocks) * kSweepThreads;
+SweepPoint sweep_point(Context& cx, SweepOp op, bool l1, double ws_bytes,
+                       const ReadShape& shape = kReadShapes[0]) {
+  const int sms = cx.props.multiProcessorCount;
+  const bool shaped = !l1 && op == SweepOp::Read;
+  const int blocks = shaped ? shape.blocks_per_sm * sms : 2 * sms;
+  const double threads = double(blocks) * (shaped ? shape.threads : kSweepThreads);
   // Copy and triad split the working set between their buffers (triad: a power of two per buffer,
   // so 3/4 of the working set: the point is placed at the bytes it really covers).
-  const double per_buffer = op == SweepOp::Copy ? ws_bytes / 2 : op == SweepOp::Triad ? ws_bytes / 4 : ws_bytes;
+  const double per_buffer = op == SweepOp::Copy    ? ws_bytes / 2
+                            : op == SweepOp::Triad ? ws_bytes / 4
+                                                   : ws_bytes;
   const auto mask = static_cast<unsigned>(per_buffer / 16) - 1;
-  const int unroll = (op == SweepOp::Copy || op == SweepOp::Triad) ? kCopyUnroll : kUnroll;
+  const int unroll = shaped                                          ? shape.unroll
+                     : (op == SweepOp::Copy || op == SweepOp::Triad) ? kCopyUnroll
+                                                                     : kUnroll;
   const double bytes_per_trip = threads * unroll * 16;
   const double target_bytes = cx.options.quick ? 2e9 : 8e9;
   // The L1 sweep's blocks each walk the whole working set; the device sweep's grid covers it.
@@ -64,11 +90,16 @@ SweepPoint sweep_point(Context& cx, SweepOp op, bool l1, double ws_bytes) {
   m.timing = gpu::time_launches(
       [&](void* s) {
         auto st = cudaStream_t(s);
-        if (l1) sweep_l1_read<<<blocks, kSweepThreads, 0, st>>>(a, mask, trips, sink);
-        else if (op == SweepOp::Read) grid_read<<<blocks, kSweepThreads, 0, st>>>(a, mask, trips, sink);
-        else if (op == SweepOp::Write) grid_write<<<blocks, kSweepThreads, 0, st>>>(b, mask, trips);
-        else if (op == SweepOp::Copy) grid_copy<<<blocks, kSweepThreads, 0, st>>>(a, b, mask, trips);
-        else grid_triad<<<blocks, kSweepThreads, 0, st>>>(a, b, c, mask, trips);
+        if (l1)
+          sweep_l1_read<<<blocks, kSweepThreads, 0, st>>>(a, mask, trips, sink);
+        else if (op == SweepOp::Read)
+          launch_read(shape, sms, a, mask, trips, sink, st);
+        else if (op == SweepOp::Write)
+          grid_write<<<blocks, kSweepThreads, 0, st>>>(b, mask, trips);
+        else if (op == SweepOp::Copy)
+          grid_copy<<<blocks, kSweepThreads, 0, st>>>(a, b, mask, trips);
+        else
+          grid_triad<<<blocks, kSweepThreads, 0, st>>>(a, b, c, mask, trips);
         check_launch("sweep kernel");
       },
       timing_options(cx.options, cx.device, false));
@@ -77,6 +108,17 @@ SweepPoint sweep_point(Context& cx, SweepOp op, bool l1, double ws_bytes) {
   p.working_set_bytes = op == SweepOp::Triad ? 3 * per_buffer : ws_bytes;
   p.figure = Figure::measured(transform(m.timing.seconds, [work](double sec) { return work / sec; }), "B/s");
   return p;
+}
+
+// The device read sweep's point: the fastest launch shape.
+SweepPoint best_point(Context& cx, SweepOp op, bool l1, double ws_bytes) {
+  if (l1 || op != SweepOp::Read) return sweep_point(cx, op, l1, ws_bytes);
+  SweepPoint best;
+  for (const ReadShape& shape : kReadShapes) {
+    SweepPoint p = sweep_point(cx, op, l1, ws_bytes, shape);
+    if (p.figure.value > best.figure.value) best = p;
+  }
+  return best;
 }
 
 std::optional<Datasheet> level_datasheet(const Context& cx, const std::string& level, double sm_hz,
@@ -103,7 +145,7 @@ void sweep(Context& cx, SweepOp op, bool l1, double max_ws, MachineProfile& prof
   // (>= 4x L2) still holds several points.
   const double l2 = cx.props.l2CacheSize;
   for (double ws = 16384; ws <= max_ws; ws *= (cx.options.quick && ws < l2) ? 4 : 2)
-    sw.points.push_back(sweep_point(cx, op, l1, ws));
+    sw.points.push_back(best_point(cx, op, l1, ws));
   gpu::Clocks after = gpu::read_clocks(dev);
   ClockState clocks{before.sm_hz, after.sm_hz, before.memory_hz, after.memory_hz, after.sm_hz < 0.95 * before.sm_hz};
   const std::vector<MemoryLevel>& levels = cx.device.memory_levels;
@@ -117,6 +159,12 @@ void sweep(Context& cx, SweepOp op, bool l1, double max_ws, MachineProfile& prof
     // 128 MiB at 3.9 TB/s, 256 MiB at 3.35, above the 3.35 TB/s datasheet's reach). The
     // outermost level's plateau starts at 4x the L2.
     if (&level == &levels.back()) window->low_bytes = std::max(window->low_bytes, 4 * l2);
+    // Below a quarter of the bytes one trip of the grid requests (17 MB on the H100), requests for
+    // the same line overlap in flight and do not each reach the L2 (read sweeps on the H100:
+    // 512 KiB "20 TB/s", beyond any L2; 4 MiB 11.0, 8 MiB 10.3, 16 MiB 9.0): the plateau starts above.
+    else if (!l1)
+      window->low_bytes =
+          std::max(window->low_bytes, 2.0 * cx.props.multiProcessorCount * kSweepThreads * kUnroll * 16 / 4);
     // Three streams of a sweep still share the L2 at these sizes (measured on the H100: the triad
     // sweep over 3 x 128 MiB read 3.36 TB/s, above the datasheet, the 4 GiB triad stream 3.07):
     // the outermost level's triad roof comes from the streams alone.
@@ -140,6 +188,10 @@ void sweep(Context& cx, SweepOp op, bool l1, double max_ws, MachineProfile& prof
                 {"window_bytes", {window->low_bytes, std::min(window->high_bytes, max_ws)}},
                 {"access", l1 ? "16-byte vectors, every block walks the working set through L1"
                               : "16-byte vectors, the grid strides over the working set, L2-only loads"}};
+    if (!l1 && op == SweepOp::Read)
+      c.params["launch_shapes"] =
+          "fastest per point of: 4 vectors a thread in 2 blocks of 1024 per SM, "
+          "8 in 4 of 256, 8 in 8 of 128";
     attach_datasheet(c, level_datasheet(cx, level.name, c.frequency_hz, clocks.memory_hz_after));
     profile.ceilings.push_back(std::move(c));
   }
@@ -221,6 +273,76 @@ unsigned long long output_mismatches(Variant v, SweepOp op, int blocks, const St
   return mismatches;
 }
 
+// Checks a copy or triad (poison, run once, compare), then adds the stream ceiling.
+void add_stream_ceiling(Context& cx, SweepOp op, const Measurement& best, Variant v, int blocks,
+                        const StreamBuffers& x, std::size_t n16, nlohmann::json params,
+                        MachineProfile& profile) {
+  if (op == SweepOp::Copy || op == SweepOp::Triad) {  // it must have computed
+    unsigned long long bad = output_mismatches(v, op, blocks, x, n16);
+    params["check"] = {{"pass", bad == 0}, {"mismatched_vectors", bad}};
+  }
+  Ceiling c = make_ceiling(cx.device, "cuda.bandwidth", best, params);
+  attach_datasheet(c, device_memory_datasheet(c.clocks.memory_hz_after, cx.props.memoryBusWidth));
+  if (params.contains("check") && !params["check"]["pass"].get<bool>()) c.flag = "check_failed";
+  profile.ceilings.push_back(std::move(c));
+}
+
+const char* bytes_counted(SweepOp op) {
+  return op == SweepOp::Copy ? "read + written" : op == SweepOp::Triad ? "2 read + 1 written" : name(op);
+}
+
+constexpr Variant kVariants[] = {Variant::Stride,        Variant::StrideHints,  Variant::OnePass1,
+                                 Variant::OnePass2,      Variant::OnePass4,     Variant::OnePass8,
+                                 Variant::OnePass2Small, Variant::OnePass4Small};
+
+// The roof of operators smaller than the operator-sized streams: 32 MiB a stream (a 4096 x 4096
+// BF16 tensor, Llama-2 7B's hidden state at 4096 tokens), each launch timed as operators are. The
+// L2 holds a larger share of such an operator's written lines when its stop event fires (measured
+// on the H100: the 7B prefill step's residual add, 3 x 32 MiB, at 104 % of the 128 MiB streams'
+// 2:1 roof). Kept apart from the HBM roof (params.small_operators_below_bytes: the roofline judges
+// only records moving fewer bytes than the operator-sized streams on it; MachineProfile::best
+// never returns it).
+void small_operator_stream(Context& cx, SweepOp op, const StreamBuffers& x, std::size_t n16_op,
+                           MachineProfile& profile) {
+  // 2^21 vectors: a multiple of every one-pass variant's block, and of the grid-stride variants'
+  // trip with a power-of-two grid of about 4 blocks per SM.
+  const std::size_t n16 = std::size_t(32u << 20) / 16;
+  int blocks = 1;
+  while (2 * blocks <= 4 * cx.props.multiProcessorCount &&
+         n16 % (std::size_t(2 * blocks) * 256 * kUnroll) == 0)
+    blocks *= 2;
+  if (n16 >= n16_op) return;
+  const int dev = device_index(cx.device);
+  nlohmann::json tried = nlohmann::json::object();
+  Measurement best;
+  Variant best_variant = Variant::Stride;
+  for (Variant v : kVariants) {
+    Measurement m;
+    m.kind = CeilingKind::Bandwidth;
+    m.resource = cx.device.memory_levels.back().name;
+    m.operation = name(op);
+    m.isa = "stream_small_operator";
+    m.unit = "B/s";
+    m.work_per_launch = double(n16) * 16 * streams_of(op);
+    if (!gpu::time_each_launch([&](void* s) { launch_stream(v, op, blocks, x, n16, cudaStream_t(s)); },
+                               [dev](void* s) { gpu::read_flush(dev, s); }, 8,
+                               timing_options(cx.options, cx.device, true).policy, dev, m.timing))
+      return;
+    tried[name(v)] = m.work_per_launch / m.timing.seconds.median;
+    if (best.work_per_launch == 0 || m.timing.seconds.median < best.timing.seconds.median) {
+      best = m;
+      best_variant = v;
+    }
+  }
+  nlohmann::json params = {{"buffer_bytes", double(n16) * 16},
+                           {"variant", name(best_variant)},
+                           {"form", "small operator-sized buffers, each launch timed as operators are"},
+                           {"rate_by_variant", tried},
+                           {"small_operators_below_bytes", double(n16_op) * 16 * streams_of(op)},
+                           {"bytes_counted", bytes_counted(op)}};
+  add_stream_ceiling(cx, op, best, best_variant, blocks, x, n16, params, profile);
+}
+
 // HBM ceilings: the best variant, each on buffers of `bytes` far larger than L2.
 void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
   const int blocks = 8 * cx.props.multiProcessorCount;
@@ -249,8 +371,7 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
       best_n16 = n;
     }
   };
-  for (Variant v : {Variant::Stride, Variant::StrideHints, Variant::OnePass1, Variant::OnePass2, Variant::OnePass4,
-                    Variant::OnePass8, Variant::OnePass2Small, Variant::OnePass4Small}) {
+  for (Variant v : kVariants) {
     Measurement m;
     m.kind = CeilingKind::Bandwidth;
     m.resource = cx.device.memory_levels.back().name;
@@ -274,22 +395,17 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
       consider(small, v, n16_op);
     }
   }
-  nlohmann::json params = {{"buffer_bytes", double(best_n16) * 16}, {"variant", name(best_variant)},
-                           {"form", best_n16 == n16 ? "large buffers, back-to-back launches"
-                                                    : "operator-sized buffers, each launch timed as operators are"},
-                           {"rate_by_variant", tried}, {"rate_by_variant_operator_sized", tried_op},
-                           {"operator_sized_buffer_bytes", double(n16_op) * 16},
-                           {"bytes_counted", op == SweepOp::Copy    ? "read + written"
-                                             : op == SweepOp::Triad ? "2 read + 1 written"
-                                                                    : name(op)}};
-  if (op == SweepOp::Copy || op == SweepOp::Triad) {  // it must have computed: poison, run once, compare
-    unsigned long long bad = output_mismatches(best_variant, op, blocks, x, best_n16);
-    params["check"] = {{"pass", bad == 0}, {"mismatched_vectors", bad}};
-  }
-  Ceiling c = make_ceiling(cx.device, "cuda.bandwidth", best, params);
-  attach_datasheet(c, device_memory_datasheet(c.clocks.memory_hz_after, cx.props.memoryBusWidth));
-  if (params.contains("check") && !params["check"]["pass"].get<bool>()) c.flag = "check_failed";
-  profile.ceilings.push_back(std::move(c));
+  nlohmann::json params = {
+      {"buffer_bytes", double(best_n16) * 16},
+      {"variant", name(best_variant)},
+      {"form", best_n16 == n16 ? "large buffers, back-to-back launches"
+                               : "operator-sized buffers, each launch timed as operators are"},
+      {"rate_by_variant", tried},
+      {"rate_by_variant_operator_sized", tried_op},
+      {"operator_sized_buffer_bytes", double(n16_op) * 16},
+      {"bytes_counted", bytes_counted(op)}};
+  add_stream_ceiling(cx, op, best, best_variant, blocks, x, best_n16, params, profile);
+  if (op != SweepOp::Write) small_operator_stream(cx, op, x, n16_op, profile);
 }
 
 void run_bandwidth_probe(const ProbeOptions& options, const Device& device, MachineProfile& profile) {

@@ -59,17 +59,20 @@ __device__ __forceinline__ int4 load_cg(const int4* p) {
 
 __device__ __forceinline__ unsigned grid_thread() { return blockIdx.x * blockDim.x + threadIdx.x; }
 
-__global__ void __launch_bounds__(kSweepThreads) grid_read(const int4* __restrict__ buf, unsigned mask, int trips, int* sink) {
+// U vectors in flight per thread, blocks of B threads (the read sweep tries several shapes).
+template <int U = kUnroll, int B = kSweepThreads>
+__global__ void __launch_bounds__(B)
+    grid_read(const int4* __restrict__ buf, unsigned mask, int trips, int* sink) {
   const unsigned stride = gridDim.x * blockDim.x;
   unsigned i = grid_thread();
   int4 acc = make_int4(0, 0, 0, 0);
   for (int t = 0; t < trips; ++t) {
-    int4 v[kUnroll];
+    int4 v[U];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = load_cg(&buf[(i + u * stride) & mask]);
+    for (int u = 0; u < U; ++u) v[u] = load_cg(&buf[(i + u * stride) & mask]);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) xor_into(acc, v[u]);
-    i += kUnroll * stride;
+    for (int u = 0; u < U; ++u) xor_into(acc, v[u]);
+    i += U * stride;
   }
   keep(acc, sink);
 }

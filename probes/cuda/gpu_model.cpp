@@ -138,4 +138,49 @@ std::optional<Plateau> find_plateau(const std::vector<SweepPoint>& points, const
   return p;
 }
 
+namespace {
+// Value at quantile q of sorted values in [lo, hi).
+double quantile(const std::vector<double>& v, std::size_t lo, std::size_t hi, double q) {
+  return v[lo + std::min(hi - lo - 1, static_cast<std::size_t>(q * double(hi - lo)))];
+}
+}  // namespace
+
+std::optional<LatencySplit> split_latencies(std::vector<double> cycles, double min_share, double min_ratio) {
+  const std::size_t n = cycles.size();
+  if (n < 4) return std::nullopt;
+  std::sort(cycles.begin(), cycles.end());
+  // Prefix sums give each cut's within-group sum of squares in O(1).
+  std::vector<double> sum(n + 1, 0.0), sq(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    sum[i + 1] = sum[i] + cycles[i];
+    sq[i + 1] = sq[i] + cycles[i] * cycles[i];
+  }
+  auto within = [&](std::size_t lo, std::size_t hi) {
+    const double s = sum[hi] - sum[lo];
+    return (sq[hi] - sq[lo]) - s * s / double(hi - lo);
+  };
+  std::size_t cut = 0;
+  double best = 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    const double w = within(0, k) + within(k, n);
+    if (cut == 0 || w < best) {
+      best = w;
+      cut = k;
+    }
+  }
+  LatencySplit s;
+  s.fast_lines = cut;
+  s.slow_lines = n - cut;
+  s.fast_share = double(cut) / double(n);
+  s.fast_median = quantile(cycles, 0, cut, 0.5);
+  s.slow_median = quantile(cycles, cut, n, 0.5);
+  s.fast_p10 = quantile(cycles, 0, cut, 0.1);
+  s.fast_p90 = quantile(cycles, 0, cut, 0.9);
+  s.slow_p10 = quantile(cycles, cut, n, 0.1);
+  s.slow_p90 = quantile(cycles, cut, n, 0.9);
+  if (s.fast_share < min_share || 1 - s.fast_share < min_share) return std::nullopt;
+  if (s.slow_median < min_ratio * s.fast_median || s.fast_p90 >= s.slow_p10) return std::nullopt;
+  return s;
+}
+
 }  // namespace rafter::probes::cuda

@@ -72,4 +72,18 @@ struct Plateau {
 };
 std::optional<Plateau> find_plateau(const std::vector<SweepPoint>& points, const Window& w);
 
+// Two groups in a set of per-line latencies (cycles), as an L2 split in partitions gives them:
+// the cut minimising the spread within the groups (Otsu's method on the sorted values). Empty
+// unless each group holds at least `min_share` of the lines and the slow group's median is at
+// least `min_ratio` times the fast one's, with the groups apart: the fast group's 90th
+// percentile below the slow group's 10th.
+struct LatencySplit {
+  double fast_median = 0, slow_median = 0;
+  double fast_p10 = 0, fast_p90 = 0, slow_p10 = 0, slow_p90 = 0;
+  double fast_share = 0;  // of the lines
+  std::size_t fast_lines = 0, slow_lines = 0;
+};
+std::optional<LatencySplit> split_latencies(std::vector<double> cycles, double min_share = 0.1,
+                                            double min_ratio = 1.05);
+
 }  // namespace rafter::probes::cuda

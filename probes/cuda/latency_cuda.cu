@@ -2,9 +2,11 @@
 // the previous load's value, over a random cycle of 128-byte lines. Two sweeps over working sets:
 // ld.global.ca (through L1) and ld.global.cg (L2 and beyond). A third chase touches one line per
 // 2 MiB page (all lines fit in L2), so its steps are TLB misses. The chase ends where the host
-// says it must, or the point is flagged.
+// says it must, or the point is flagged. Per-line L2 hit latencies name the near and far L2
+// partitions where they fall in two groups.
 #include <algorithm>
 #include <random>
+#include <span>
 #include <unordered_set>
 #include <vector>
 
@@ -175,6 +177,91 @@ void add_level_ceiling(const Device& device, const std::string& level, const std
   profile.ceilings.push_back(std::move(c));
 }
 
+// Per-line L2 hit latency from one SM: each line is loaded once, then 16 dependent re-loads of it
+// are timed (ld.global.cg: every one an L2 hit; the line holds 0, so each address is the same).
+// A line homed in the SM's near L2 partition answers faster than one in the far partition.
+__global__ void line_latency(const u64* buf, const unsigned* lines, int n, unsigned* cycles) {
+  constexpr int kReloads = 16;
+  for (int l = 0; l < n; ++l) {
+    const u64* p = buf + std::size_t(lines[l]) * 16;
+    u64 j = load<false>(p);
+    const long long t0 = clock64();
+    for (int r = 0; r < kReloads; ++r) j = load<false>(p + j);
+    const long long t1 = clock64();
+    cycles[l] = unsigned((t1 - t0) / kReloads) + unsigned(j);  // j is 0: keeps the chain live
+  }
+}
+
+// Near and far L2: the per-line hit latencies of `lines` lines spread over a quarter of the L2
+// (every line stays resident), split in two groups when the partitions show (split_latencies).
+// Each line keeps its fastest of three passes (a pass that met another launch's traffic reads high).
+void l2_partitions(const ProbeOptions& options, const Device& device, double l2, MachineProfile& profile) {
+  const int n = options.quick ? 1024 : 4096;
+  const std::size_t span_lines = std::size_t(l2 / 4 / 128);
+  std::vector<unsigned> lines(n);
+  std::mt19937_64 rng(20);
+  std::uniform_int_distribution<std::size_t> pick(0, span_lines - 1);
+  for (auto& l : lines) l = unsigned(pick(rng));
+  DeviceBuffer buf(span_lines * 128), where(n * 4), out(n * 4);
+  check(cudaMemset(buf.get(), 0, buf.bytes()), "clear the line buffer");
+  check(cudaMemcpy(where.get(), lines.data(), n * 4, cudaMemcpyHostToDevice), "copy line list");
+  const int dev = device_index(device);
+  const gpu::Clocks before = gpu::read_clocks(dev);
+  std::vector<double> fastest(n, 1e30);
+  std::vector<unsigned> got(n);
+  for (int pass = 0; pass < 3; ++pass) {
+    line_latency<<<1, 1>>>(buf.get<u64>(), where.get<unsigned>(), n, out.get<unsigned>());
+    check_launch("line_latency");
+    check(cudaMemcpy(got.data(), out.get(), n * 4, cudaMemcpyDeviceToHost), "copy line latencies");
+    for (int i = 0; i < n; ++i) fastest[i] = std::min(fastest[i], double(got[i]));
+  }
+  const gpu::Clocks after = gpu::read_clocks(dev);
+  const std::string key = "cuda.latency." + device.id + ".l2_partitions";
+  auto split = split_latencies(fastest);
+  if (!split) {
+    profile.conditions[key] = "one group of per-line L2 hit latencies (" + std::to_string(n) +
+                              " lines from one SM): no near/far partition named";
+    return;
+  }
+  const ClockState clocks{before.sm_hz, after.sm_hz, before.memory_hz, after.memory_hz,
+                          after.sm_hz < 0.95 * before.sm_hz};
+  const double hz = loaded_sm_hz(clocks);
+  std::sort(fastest.begin(), fastest.end());  // the fast group first (split_latencies cuts the sorted values)
+  for (double& c : fastest) c /= hz;
+  for (bool near : {true, false}) {
+    const double cycles = near ? split->fast_median : split->slow_median;
+    Ceiling c;
+    c.kind = CeilingKind::Latency;
+    c.device = device.id;
+    c.resource = "L2";
+    c.operation = near ? "hit_near_partition" : "hit_far_partition";
+    c.isa = "ld.global.cg";
+    c.scope = "core";
+    c.threads = 1;
+    const std::span<const double> group(fastest.data() + (near ? 0 : split->fast_lines),
+                                        near ? split->fast_lines : split->slow_lines);
+    c.figure = Figure::measured(summarize(group), "s");
+    c.probe = "cuda.latency";
+    c.clocks = clocks;
+    c.frequency_hz = hz;
+    c.params = {{"cycles", cycles},
+                {"share_of_lines", near ? split->fast_share : 1 - split->fast_share},
+                {"lines", n},
+                {"span_bytes", double(span_lines) * 128},
+                {"cycles_p10_p90",
+                 {near ? split->fast_p10 : split->slow_p10, near ? split->fast_p90 : split->slow_p90}},
+                {"value_is",
+                 "per line: 16 dependent re-loads of it (L2 hits) from one SM, fastest of 3 "
+                 "passes, / SM clock; stats over the group's lines"},
+                {"partition_other_cycles", near ? split->slow_median : split->fast_median}};
+    attach_datasheet(c, std::nullopt);
+    profile.ceilings.push_back(std::move(c));
+  }
+  profile.conditions[key] = "near " + std::to_string(int(split->fast_median)) + " cycles (" +
+                            std::to_string(int(100 * split->fast_share + 0.5)) + "% of lines), far " +
+                            std::to_string(int(split->slow_median)) + " cycles, from one SM";
+}
+
 // One line per 2 MiB page: every line stays in L2, so latency steps are address translation.
 void tlb_sweep(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
   const double page = 2.0 * (1 << 20);
@@ -225,6 +312,7 @@ void run_latency_probe(const ProbeOptions& options, const Device& device, Machin
   Sweep cg = profile.sweeps.back();
   add_level_ceiling(device, "L2", "ld.global.cg", raw_cg, cg, max_ws, profile);
   add_level_ceiling(device, device.memory_levels.back().name, "ld.global.cg", raw_cg, cg, max_ws, profile);
+  l2_partitions(options, device, l2, profile);
   tlb_sweep(options, device, profile);
 }
 

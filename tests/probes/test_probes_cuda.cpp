@@ -160,6 +160,30 @@ TEST(GpuLevels, PlateauIsTheMedianPointInTheWindow) {
   EXPECT_NEAR(p->spread, 3.0 / 12.0, 1e-12);
   EXPECT_FALSE(find_plateau(pts, Window{1e6, 2e6}));
 }
+
+// Per-line L2 hit latencies: two partitions give two groups (the shape seen on the H100, 70 % of
+// the lines near at ~270 cycles, the rest at ~305); one group, or groups too close, give none.
+TEST(GpuLevels, LatencySplitFindsTwoPartitions) {
+  std::vector<double> cycles;
+  for (int i = 0; i < 700; ++i) cycles.push_back(265 + (i % 11));  // 265..275
+  for (int i = 0; i < 300; ++i) cycles.push_back(300 + (i % 13));  // 300..312
+  auto s = split_latencies(cycles);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->fast_lines, 700u);
+  EXPECT_EQ(s->slow_lines, 300u);
+  EXPECT_NEAR(s->fast_share, 0.7, 1e-12);
+  EXPECT_NEAR(s->fast_median, 270, 1.0);
+  EXPECT_NEAR(s->slow_median, 306, 1.0);
+  EXPECT_LT(s->fast_p90, s->slow_p10);
+
+  std::vector<double> one;
+  for (int i = 0; i < 1000; ++i) one.push_back(280 + (i % 17));  // 280..296: one level, no split
+  EXPECT_FALSE(split_latencies(one));
+  std::vector<double> rare = one;
+  for (int i = 0; i < 20; ++i) rare.push_back(600);  // 2 % outliers (HBM misses) are not a partition
+  EXPECT_FALSE(split_latencies(rare));
+  EXPECT_FALSE(split_latencies({1, 2}));
+}
 #endif
 
 }  // namespace
