@@ -12,15 +12,34 @@ import sys
 WRITE_FRACTION = {"load": 0.0, "read": 0.0, "triad": 1 / 3, "copy": 0.5, "store": 1.0, "nt_store": 1.0, "write": 1.0}
 
 
-def mixes(machine, level):
+def mixes(machine, level, small=False):
+    """(write fraction, B/s) of the level's roofs, or with `small` (write fraction, (B/s, below
+    bytes)) of the roofs of small operators (params.small_operators_below_bytes)."""
     best = {}
     for c in machine["ceilings"]:
         if c["kind"] != "bandwidth" or c["resource"] != level or c["scope"] != "device":
             continue
-        w = WRITE_FRACTION.get(c["operation"])
-        if w is not None and c["figure"]["value"] > best.get(w, 0):
-            best[w] = c["figure"]["value"]
+        below = c.get("params", {}).get("small_operators_below_bytes")
+        if bool(below) != small:
+            continue
+        w, v = WRITE_FRACTION.get(c["operation"]), c["figure"]["value"]
+        if w is None:
+            continue
+        held = best.get(w)
+        if held is None or v > (held[0] if small else held):
+            best[w] = (v, below) if small else v
     return sorted(best.items())
+
+
+def roof_for(points, small, w, nbytes):
+    """The roofline's BandwidthRoof::at: the mix's roof, or the small operators' where the row moves
+    fewer bytes than their bound."""
+    roof = at_mix(points, w)
+    if w is None or not small:
+        return roof
+    if nbytes < at_mix([(x, b) for x, (_, b) in small], w):
+        return max(roof, at_mix([(x, v) for x, (v, _) in small], w))
+    return roof
 
 
 def at_mix(points, w):
@@ -37,8 +56,11 @@ def at_mix(points, w):
 def main():
     machine, raf, tor = (json.load(open(p)) for p in sys.argv[1:4])
     level = "HBM"
-    points = mixes(machine, level)
+    points, small = mixes(machine, level), mixes(machine, level, True)
     print(f"{level} roofs by write fraction: " + ", ".join(f"{w:.3f}: {v / 1e12:.3f} TB/s" for w, v in points))
+    if small:
+        print(f"{level} roofs of small operators: " + ", ".join(
+            f"{w:.3f}: {v / 1e12:.3f} TB/s below {b / 1e6:.0f} MB" for w, (v, b) in small))
     print(f"\n{'row':<30}{'write':>6}{'roof TB/s':>10}{'rafter TB/s':>12}{'eff':>7}{'compile TB/s':>13}{'eff':>7}"
           f"{'eager TB/s':>11}{'eff':>7}")
     over = []
@@ -50,7 +72,7 @@ def main():
         t = (rec.get("time") or {}).get("value")
         if not (b and t):
             continue
-        roof = at_mix(points, w)
+        roof = roof_for(points, small, w, b)
         tr = tor.get(key) or {}
         tc, te = tr.get("compiled", {}).get("median"), tr.get("eager", {}).get("median")
         rates = [b / t, b / tc if tc else float("nan"), b / te if te else float("nan")]

@@ -25,6 +25,11 @@ CeilingKind ceiling_kind_from_string(std::string_view s) {
   throw FormatError(fmt::format("unknown ceiling kind '{}' (compute, bandwidth, latency, link)", s));
 }
 
+double Ceiling::small_operators_below_bytes() const {
+  const auto it = params.find("small_operators_below_bytes");
+  return it != params.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
 std::string Ceiling::id() const {
   const std::string id = fmt::format("{}/{}/{}/{}/{}/{}", device, to_string(kind), resource, operation, isa, scope);
   return regime == "burst" ? id : id + "/" + regime;
@@ -43,6 +48,7 @@ const Ceiling* MachineProfile::best(std::string_view device, CeilingKind kind, s
     if (c.device != device || c.kind != kind || c.resource != resource || c.scope != scope) continue;
     if (c.regime != regime) continue;
     if (c.emulated) continue;  // an emulated path never stands in for the native roof
+    if (c.small_operators_below_bytes() > 0) continue;
     const bool better = !found || (kind == CeilingKind::Latency ? c.figure.value < found->figure.value
                                                                 : c.figure.value > found->figure.value);
     if (better) found = &c;

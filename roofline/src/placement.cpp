@@ -99,8 +99,9 @@ void add_traffic_bounds(const OperatorRecord& r, Placement& p, const DeviceRoofs
     judge_model(lb, pt, p);
     if (roof) {
       // The roof of the record's own read:write mix (a read-heavy stream is not judged on the
-      // write-only figure, nor a copy on the read-only one).
-      const double bandwidth = roof->at_mix(r.write_fraction);
+      // write-only figure, nor a copy on the read-only one) and, below the operator-sized
+      // streams' bytes, of its size.
+      const double bandwidth = roof->at(r.write_fraction, lb.bytes);
       b.ceiling = pt.bandwidth_bytes_per_second = bandwidth;
       b.seconds = lb.bytes / bandwidth;
       double memory_roof = pt.ai_flops_per_byte * bandwidth;

@@ -42,18 +42,31 @@ std::optional<double> write_fraction_of(std::string_view operation) {
   return std::nullopt;
 }
 
-double BandwidthRoof::at_mix(std::optional<double> write_fraction) const {
-  if (!write_fraction || mixes.empty()) return bytes_per_second;
-  const double w = *write_fraction;
-  if (w <= mixes.front().write_fraction) return mixes.front().bytes_per_second;
-  if (w >= mixes.back().write_fraction) return mixes.back().bytes_per_second;
+namespace {
+// `field` of the mixes at write fraction w: linear between the two nearest, the nearest beyond them.
+double interpolate(const std::vector<MixPoint>& mixes, double w, double MixPoint::*field) {
+  if (w <= mixes.front().write_fraction) return mixes.front().*field;
+  if (w >= mixes.back().write_fraction) return mixes.back().*field;
   for (std::size_t i = 1; i < mixes.size(); ++i)
     if (w <= mixes[i].write_fraction) {
       const MixPoint &a = mixes[i - 1], &b = mixes[i];
       const double t = (w - a.write_fraction) / (b.write_fraction - a.write_fraction);
-      return a.bytes_per_second + t * (b.bytes_per_second - a.bytes_per_second);
+      return a.*field + t * (b.*field - a.*field);
     }
-  return mixes.back().bytes_per_second;
+  return mixes.back().*field;
+}
+}  // namespace
+
+double BandwidthRoof::at_mix(std::optional<double> write_fraction) const {
+  if (!write_fraction || mixes.empty()) return bytes_per_second;
+  return interpolate(mixes, *write_fraction, &MixPoint::bytes_per_second);
+}
+
+double BandwidthRoof::at(std::optional<double> write_fraction, double bytes) const {
+  const double roof = at_mix(write_fraction);
+  if (!write_fraction || small_mixes.empty()) return roof;
+  if (!(bytes < interpolate(small_mixes, *write_fraction, &MixPoint::below_bytes))) return roof;
+  return std::max(roof, interpolate(small_mixes, *write_fraction, &MixPoint::bytes_per_second));
 }
 
 const BandwidthRoof* DeviceRoofs::link_for(std::string_view link) const {
@@ -96,21 +109,27 @@ std::vector<std::string> resources_of(const MachineProfile& profile, const std::
 }
 
 BandwidthRoof bandwidth_roof(const Ceiling& c) {
-  return BandwidthRoof{c.resource, c.figure.value, c.figure.source, c.id(), {}};
+  return BandwidthRoof{c.resource, c.figure.value, c.figure.source, c.id(), {}, {}};
 }
 
-// The best device-scope ceiling of each read:write mix measured at `level`.
-std::vector<MixPoint> mixes_of(const MachineProfile& profile, const std::string& device, const std::string& level) {
+// The best device-scope ceiling of each read:write mix measured at `level`: the level's own
+// (`small` false) or those of small operators (`small` true).
+std::vector<MixPoint> mixes_of(const MachineProfile& profile, const std::string& device,
+                               const std::string& level, bool small) {
   std::vector<MixPoint> mixes;
   for (const auto& c : profile.ceilings) {
-    if (c.device != device || c.kind != CeilingKind::Bandwidth || c.scope != "device" || c.resource != level ||
-        c.emulated || !(c.figure.value > 0))
+    if (c.device != device || c.kind != CeilingKind::Bandwidth || c.scope != "device" ||
+        c.resource != level || c.emulated || !(c.figure.value > 0) ||
+        (c.small_operators_below_bytes() > 0) != small)
       continue;
     const auto w = write_fraction_of(c.operation);
     if (!w) continue;
+    const MixPoint point{*w, c.figure.value, c.id(), c.small_operators_below_bytes()};
     auto same = std::find_if(mixes.begin(), mixes.end(), [&](const MixPoint& m) { return m.write_fraction == *w; });
-    if (same == mixes.end()) mixes.push_back({*w, c.figure.value, c.id()});
-    else if (c.figure.value > same->bytes_per_second) *same = {*w, c.figure.value, c.id()};
+    if (same == mixes.end())
+      mixes.push_back(point);
+    else if (c.figure.value > same->bytes_per_second)
+      *same = point;
   }
   std::sort(mixes.begin(), mixes.end(),
             [](const MixPoint& a, const MixPoint& b) { return a.write_fraction < b.write_fraction; });
@@ -160,7 +179,8 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id,
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Bandwidth))
     if (const Ceiling* c = profile.best(device->id, CeilingKind::Bandwidth, r)) {
       roofs.memory.push_back(bandwidth_roof(*c));
-      roofs.memory.back().mixes = mixes_of(profile, device->id, r);
+      roofs.memory.back().mixes = mixes_of(profile, device->id, r, false);
+      roofs.memory.back().small_mixes = mixes_of(profile, device->id, r, true);
     }
   order_memory(roofs.memory, *device);
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Link))
@@ -168,8 +188,13 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id,
   for (const auto& c : profile.ceilings)
     if (c.device == device->id && c.kind == CeilingKind::Latency &&
         (c.resource == "launch" || c.operation == "launch") && c.figure.value > 0) {
-      auto [it, fresh] = roofs.launch_seconds_by_form.emplace(c.operation, c.figure.value);
-      if (!fresh) it->second = std::min(it->second, c.figure.value);
+      // A floor is the fastest launch seen, not the typical one: an operator's median can sit below
+      // the empty kernel's median (H100, 7B decode: residual add 3.78 us, empty kernel median
+      // 3.87, fastest 3.30).
+      const double seconds =
+          c.figure.stats.samples > 0 && c.figure.stats.min > 0 ? c.figure.stats.min : c.figure.value;
+      auto [it, fresh] = roofs.launch_seconds_by_form.emplace(c.operation, seconds);
+      if (!fresh) it->second = std::min(it->second, seconds);
     }
   if (auto op = roofs.launch_seconds_by_form.find("operator"); op != roofs.launch_seconds_by_form.end())
     roofs.launch_latency_seconds = op->second;

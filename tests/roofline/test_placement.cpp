@@ -257,6 +257,26 @@ TEST(Placement, LaunchFloorBindsSmallGpuOperatorsAndNamesThem) {
   EXPECT_NE(footer.find("launched one by one 10.0 µs"), std::string::npos) << footer;
 }
 
+TEST(Placement, LaunchFloorIsTheFastestEmptyLaunch) {
+  // The H100's decode residual add (3.78 us median) ran faster than the empty kernel's median
+  // (3.87 us; fastest 3.30): the floor is the fastest sample, and no efficiency passes 100 %.
+  MachineProfile m = gpu_with_launch_floor();
+  for (auto& c : m.ceilings)
+    if (c.resource == "launch" && c.operation == "operator") {
+      c.figure.value = c.figure.stats.median = 3.87e-6;
+      c.figure.stats.min = 3.30e-6;
+      c.figure.stats.max = 6.11e-6;
+      c.figure.stats.samples = 1600;
+    }
+  rafter::Run run = test::make_run({gpu_record("decode.residual", 64e3, 3.78e-6)});
+  run.device.id = "cuda:0";
+  run.device.kind = "cuda";
+  auto rp = place_run(run, m);
+  EXPECT_DOUBLE_EQ(*rp.roofs.launch_latency_seconds, 3.30e-6);
+  EXPECT_EQ(rp.records.at(0).binding_name(), "launch");
+  EXPECT_NEAR(rp.records.at(0).efficiency, 3.30 / 3.78, 1e-12);
+}
+
 TEST(Placement, CpuLaunchFloorNamesButDoesNotBind) {
   // small_machine's CPU has a 2 us launch ceiling: a 2.5 us record is named launch-bound, but a CPU
   // operator that stays on the calling thread never dispatches, so the floor is no bound there.
@@ -298,6 +318,43 @@ TEST(Placement, MemoryRoofOfTheRecordsOwnReadWriteMix) {
   auto rp = place_run(test::make_run({r}), m);
   EXPECT_EQ(rp.records[0].binding_name(), "DRAM");
   EXPECT_NEAR(rp.records[0].bound_seconds, 3e9 / 3.1e12, 1e-15);
+}
+
+TEST(Placement, SmallOperatorsAreJudgedOnStreamsOfTheirSize) {
+  // Operator-sized streams: triad 3.1 TB/s; streams of 3 x 32 MiB (the L2 keeps part of their
+  // written lines when the timing stops): triad 3.4, copy 3.6, for records below 384 / 256 MiB.
+  MachineProfile m = test::small_machine();
+  m.ceilings.clear();
+  Ceiling triad = test::make_ceiling(CeilingKind::Bandwidth, "cpu", "DRAM", 3.1e12);
+  triad.operation = "triad";
+  Ceiling small_triad = triad, small_copy = triad;
+  small_triad.isa = small_copy.isa = "stream_small_operator";
+  small_triad.figure.value = 3.4e12;
+  small_triad.params["small_operators_below_bytes"] = 384.0 * (1 << 20);
+  small_copy.operation = "copy";
+  small_copy.figure.value = 3.6e12;
+  small_copy.params["small_operators_below_bytes"] = 256.0 * (1 << 20);
+  m.ceilings = {triad, small_triad, small_copy};
+  // Never the level's own roof: best() and the charts keep the operator-sized 3.1.
+  EXPECT_DOUBLE_EQ(m.best("cpu", CeilingKind::Bandwidth, "DRAM")->figure.value, 3.1e12);
+  const DeviceRoofs roofs = roofs_for(m, "cpu");
+  const BandwidthRoof* dram = roofs.memory_for("DRAM");
+  ASSERT_NE(dram, nullptr);
+  EXPECT_DOUBLE_EQ(dram->bytes_per_second, 3.1e12);
+  ASSERT_EQ(dram->mixes.size(), 1u);
+  ASSERT_EQ(dram->small_mixes.size(), 2u);
+  EXPECT_DOUBLE_EQ(dram->at(1.0 / 3, 100e6), 3.4e12);  // a 100 MB residual add
+  EXPECT_DOUBLE_EQ(dram->at(1.0 / 3, 500e6), 3.1e12);  // above 384 MiB: the level's roof
+  EXPECT_DOUBLE_EQ(dram->at(0.5, 100e6), 3.6e12);      // a copy mix
+  EXPECT_DOUBLE_EQ(dram->at(std::nullopt, 100e6), 3.1e12);
+  // The 7B prefill step's residual add: 3 x 32 MiB in 30.9 us, 3.26 TB/s, at 96 % of its roof
+  // (105 % of the operator-sized triad's).
+  OperatorRecord r = test::make_record("residual", "bf16", 0, 0, 3.0 * (32 << 20), 30.9e-6);
+  r.bytes = {{"DRAM", 3.0 * (32 << 20), Source::Analytic}};
+  r.write_fraction = 1.0 / 3;
+  auto rp = place_run(test::make_run({r}), m);
+  EXPECT_NEAR(rp.records[0].bound_seconds, 3.0 * (32 << 20) / 3.4e12, 1e-15);
+  EXPECT_LE(rp.records[0].bound_seconds, 30.9e-6);
 }
 
 }  // namespace rafter::roofline

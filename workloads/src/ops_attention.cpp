@@ -32,16 +32,21 @@ AttentionDims decode_dims(const OpInstance& inst) {
 }
 
 // Flash-attention traffic: query blocks of `rows` rows (Q tile + fp32 accumulator in the inner
-// level); K/V re-read per block, halved for causal masks, unless one KV head fits inside.
+// level); K/V re-read per block, halved for causal masks, unless one KV head fits inside. At a
+// GPU's shared memory (the innermost level) a block is a warpgroup's 64 query rows, the M of the
+// wgmma that reads the K/V tile from shared memory, as with_device_tile gives GEMMs (16-row
+// blocks there put cuDNN's forward at 104 % of its shared floor on the H100); elsewhere 16 rows.
 std::vector<LevelBytes> flash_traffic(const std::vector<MemoryLevel>& levels, const AttentionDims& a, double e,
                                       double passes_qo, double compulsory) {
   const double qo = passes_qo * a.batch * a.q_len * a.heads * a.d * e;
   const double kv_once = 2.0 * a.batch * a.kv_len * a.kv_heads * a.d * e;
+  const double innermost_rows = !levels.empty() && levels.front().name == "shared" ? 64.0 : 16.0;
   return detail::level_traffic(levels, [&](double inner) {
     const double kv_head_bytes = 2.0 * a.kv_len * a.d * e;
     if (inner > 0 && kv_head_bytes <= inner) return compulsory;
     // At least a 16-row tile, at most the whole sequence (a sequence shorter than one tile is one block).
-    const double rows = std::min(inner > 0 ? std::max(inner / (a.d * (e + 4.0) * 2.0), 16.0) : 16.0, double(a.q_len));
+    const double rows = std::min(inner > 0 ? std::max(inner / (a.d * (e + 4.0) * 2.0), 16.0) : innermost_rows,
+                                 double(a.q_len));
     const double blocks = std::ceil(a.q_len / rows) * (a.causal && a.q_len > rows ? 0.5 : 1.0);
     const double kv = kv_once * (a.heads / double(a.kv_heads)) * std::max(1.0, blocks);
     return std::max(compulsory, qo + kv);

@@ -1,7 +1,10 @@
 // Rotary position embedding (Llama / HF "rotate half": pairs (i, i + d/2)), θ_i = 10000^(−2i/d),
 // position of token t = t mod seq. y_i = x_i·cos − x_{i+d/2}·sin, y_{i+d/2} = x_{i+d/2}·cos + x_i·sin.
 // bwd rotates by −θ (same cost). FLOPs 3·t·heads·d (fp32); bytes: x read, y written, and one
-// cos/sin row (d fp32) per token, shared by its heads.
+// cos/sin row (d fp32) per position, shared by its heads and by the batch's sequences (4 sequences
+// of 4096 tokens read the 4096 rows once; counting a row per token put the H100's 16384-token RoPE,
+// which computes its angles, at 102.5 % of the copy roof).
+#include <algorithm>
 #include <cmath>
 
 #include "op_common.hpp"
@@ -20,10 +23,11 @@ class RopeOp : public detail::CatalogueOp {
   std::string slice_axis(const OpInstance&) const override { return "tokens"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double t = detail::dimension(inst, "tokens"), h = detail::dimension(inst, "heads"),
-                 d = detail::dimension(inst, "head_dim");
+                 d = detail::dimension(inst, "head_dim"),
+                 positions = std::min(t, detail::dimension(inst, "seq"));
     Cost c;
     c.flops["fp32"] = 3 * t * h * d;
-    c.compulsory_bytes = 2 * t * h * d * detail::element_bytes(inst) + t * d * 4;
+    c.compulsory_bytes = 2 * t * h * d * detail::element_bytes(inst) + positions * d * 4;
     c.compulsory_write_bytes = t * h * d * detail::element_bytes(inst);
     c.bytes = detail::streaming_traffic(levels, c.compulsory_bytes);
     return c;

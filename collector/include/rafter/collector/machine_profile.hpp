@@ -56,6 +56,9 @@ struct Ceiling {
 
   // Stable identifier, e.g. "cpu/bandwidth/L1/load/avx512/core".
   std::string id() const;
+  // The bytes below which a bandwidth ceiling judges operators (params.small_operators_below_bytes:
+  // streams of a small operator's size, timed as operators are); 0 for a level's own roof.
+  double small_operators_below_bytes() const;
 };
 
 // One point of a sweep over working-set sizes, kept so that plateaus can be re-detected and drawn.
@@ -111,7 +114,7 @@ struct MachineProfile {
   const Device* find_device(std::string_view id) const;
   // The device-scope ceiling for a resource (precision or level) and kind, best (max for
   // compute/bandwidth/link, min for latency) over ISAs and operations; nullptr when absent.
-  // Only ceilings of `regime` ("burst" or "sustained") count.
+  // Only ceilings of `regime` ("burst" or "sustained") count; the roofs of small operators never.
   const Ceiling* best(std::string_view device, CeilingKind kind, std::string_view resource,
                       std::string_view scope = "device", std::string_view regime = "burst") const;
 };

@@ -28,6 +28,7 @@ struct MixPoint {
   double write_fraction = 0;
   double bytes_per_second = 0;
   std::string ceiling_id;
+  double below_bytes = 0;  // small_mixes only: the ceiling judges records moving fewer bytes
 };
 
 // A memory level's or a link's bandwidth ceiling.
@@ -37,10 +38,16 @@ struct BandwidthRoof {
   Source source = Source::Measured;
   std::string ceiling_id;
   std::vector<MixPoint> mixes;  // by write fraction, ascending; empty for links
+  // Mixes measured on streams of a small operator's size (Ceiling::small_operators_below_bytes):
+  // the L2 still holds part of such an operator's written lines when its timing stops.
+  std::vector<MixPoint> small_mixes;
 
   // The roof for traffic of this write fraction: linear between the two nearest measured mixes,
   // the nearest one beyond them; the best over every mix when the fraction or the mixes are unknown.
   double at_mix(std::optional<double> write_fraction) const;
+  // As at_mix for `bytes` of traffic at this level: records moving fewer bytes than the small
+  // mixes' bound (interpolated alike) are judged on the higher of both roofs.
+  double at(std::optional<double> write_fraction, double bytes) const;
 };
 
 // The write fraction of a bandwidth probe's operation: load/read 0, triad 1/3, copy 1/2,
@@ -58,7 +65,8 @@ struct DeviceRoofs {
   // "burst", "sustained", or "sustained where measured" (some precisions held, others burst only).
   std::string compute_regime = "burst";
   // The launch floor: the `launch` latency ceiling timed as operators are (operation "operator";
-  // else the smallest launch ceiling), when measured. Every launch form measured, by operation
+  // else the smallest launch ceiling), its fastest sample (the figure's stats.min; the value
+  // where no stats were kept), when measured. Every launch form measured, by operation
   // ("operator", "graph_node", "stream"): what a step pays per kernel as a graph or launch by launch.
   std::optional<double> launch_latency_seconds;
   std::map<std::string, double> launch_seconds_by_form;
