@@ -295,6 +295,28 @@ constexpr Variant kVariants[] = {Variant::Stride,        Variant::StrideHints,  
                                  Variant::OnePass2,      Variant::OnePass4,     Variant::OnePass8,
                                  Variant::OnePass2Small, Variant::OnePass4Small};
 
+// A stream ceiling's measurement before timing: `n16` vectors a stream.
+Measurement stream_measurement(const Context& cx, SweepOp op, const char* isa, std::size_t n16) {
+  Measurement m;
+  m.kind = CeilingKind::Bandwidth;
+  m.resource = cx.device.memory_levels.back().name;
+  m.operation = name(op);
+  m.isa = isa;
+  m.unit = "B/s";
+  m.work_per_launch = double(n16) * 16 * streams_of(op);
+  return m;
+}
+
+// Every launch of variant `v` timed as rafter times operators (L2 read-flush, event, kernel, event);
+// false when the launches cannot be captured.
+bool time_as_operator(const Context& cx, Variant v, SweepOp op, int blocks, const StreamBuffers& x,
+                      std::size_t n16, gpu::GpuTiming& out) {
+  const int dev = device_index(cx.device);
+  return gpu::time_each_launch([&](void* s) { launch_stream(v, op, blocks, x, n16, cudaStream_t(s)); },
+                               [dev](void* s) { gpu::read_flush(dev, s); }, 8,
+                               timing_options(cx.options, cx.device, true).policy, dev, out);
+}
+
 // The roof of operators smaller than the operator-sized streams: 32 MiB a stream (a 4096 x 4096
 // BF16 tensor, Llama-2 7B's hidden state at 4096 tokens), each launch timed as operators are. The
 // L2 holds a larger share of such an operator's written lines when its stop event fires (measured
@@ -312,22 +334,12 @@ void small_operator_stream(Context& cx, SweepOp op, const StreamBuffers& x, std:
          n16 % (std::size_t(2 * blocks) * 256 * kUnroll) == 0)
     blocks *= 2;
   if (n16 >= n16_op) return;
-  const int dev = device_index(cx.device);
   nlohmann::json tried = nlohmann::json::object();
   Measurement best;
   Variant best_variant = Variant::Stride;
   for (Variant v : kVariants) {
-    Measurement m;
-    m.kind = CeilingKind::Bandwidth;
-    m.resource = cx.device.memory_levels.back().name;
-    m.operation = name(op);
-    m.isa = "stream_small_operator";
-    m.unit = "B/s";
-    m.work_per_launch = double(n16) * 16 * streams_of(op);
-    if (!gpu::time_each_launch([&](void* s) { launch_stream(v, op, blocks, x, n16, cudaStream_t(s)); },
-                               [dev](void* s) { gpu::read_flush(dev, s); }, 8,
-                               timing_options(cx.options, cx.device, true).policy, dev, m.timing))
-      return;
+    Measurement m = stream_measurement(cx, op, "stream_small_operator", n16);
+    if (!time_as_operator(cx, v, op, blocks, x, n16, m.timing)) return;
     tried[name(v)] = m.work_per_launch / m.timing.seconds.median;
     if (best.work_per_launch == 0 || m.timing.seconds.median < best.timing.seconds.median) {
       best = m;
@@ -349,7 +361,8 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
   const std::size_t chunk = std::size_t(blocks) * 256 * kUnroll * 8;  // also a multiple of 256 x 8
   const std::size_t n16 = std::size_t(bytes / 16) / chunk * chunk;
   const StreamBuffers x{cx.a->get<int4>(), cx.b->get<int4>(), cx.c->get<int4>(), cx.sink->get<int>()};
-  // Operator-sized buffers (128 MiB a stream, as a 16384 x 4096 BF16 tensor), each launch timed as
+  // Operator-sized buffers (about 128 MiB a stream, a 16384 x 4096 BF16 tensor; a whole number of
+  // grid chunks: 132 MiB on the H100), each launch timed as
   // rafter times operators (L2 read-flush, event, kernel, event): part of the last written lines is
   // still in L2 when the kernel ends and is written back after its stop event, for the roof as for
   // any operator so timed (measured on the H100: PyTorch's 2:1 residual add at 3.14 TB/s so timed,
@@ -372,25 +385,14 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
     }
   };
   for (Variant v : kVariants) {
-    Measurement m;
-    m.kind = CeilingKind::Bandwidth;
-    m.resource = cx.device.memory_levels.back().name;
-    m.operation = name(op);
-    m.isa = "stream";
-    m.unit = "B/s";
-    m.work_per_launch = double(n16) * 16 * streams_of(op);
+    Measurement m = stream_measurement(cx, op, "stream", n16);
     m.timing = gpu::time_launches([&](void* s) { launch_stream(v, op, blocks, x, n16, cudaStream_t(s)); },
                                   timing_options(cx.options, cx.device, true));
     tried[name(v)] = m.work_per_launch / m.timing.seconds.median;
     consider(m, v, n16);
-    Measurement small = m;
-    small.work_per_launch = double(n16_op) * 16 * streams_of(op);
-    small.timing.counted = nullptr;  // --counters counted the large-buffer launch, not this one
-    if (op != SweepOp::Write &&
-        gpu::time_each_launch([&](void* s) { launch_stream(v, op, blocks, x, n16_op, cudaStream_t(s)); },
-                              [dev](void* s) { gpu::read_flush(dev, s); }, 8,
-                              timing_options(cx.options, cx.device, true).policy, dev, small.timing)) {
-      small.isa = "stream_operator_sized";
+    // A fresh measurement: --counters counted the large-buffer launch, not this one.
+    Measurement small = stream_measurement(cx, op, "stream_operator_sized", n16_op);
+    if (op != SweepOp::Write && time_as_operator(cx, v, op, blocks, x, n16_op, small.timing)) {
       tried_op[name(v)] = small.work_per_launch / small.timing.seconds.median;
       consider(small, v, n16_op);
     }
