@@ -75,12 +75,67 @@ std::string machine_comparison_svg(const MachineComparison& cmp, const ChartOpti
   return w.finish();
 }
 
+namespace {
+
+const char* work_colour(const std::string& kind) {
+  if (kind == "GEMM") return "#4c72b0";
+  if (kind == "attention") return "#dd8452";
+  if (kind == "quantization") return "#c44e52";
+  if (kind == "communication") return "#8172b3";
+  return "#55a868";  // memory-bound
+}
+
+constexpr double kWorkBarH = 14, kWorkBarGap = 6;
+
+// Height of draw_work_bars' section: a title line, one bar per run, the legend.
+double work_bars_height(std::size_t runs) { return 10 + double(runs) * (kWorkBarH + kWorkBarGap) + 22; }
+
+// One stacked bar per run at `y`: its step time by kind of work (work_kinds() order), on a common
+// scale from bar_left to bar_right; a legend of the kinds below.
+void draw_work_bars(svg::Writer& w, const RunComparison& cmp, double y, double bar_left, double bar_right) {
+  double max_step = 0;
+  for (const auto& rp : cmp.columns) max_step = std::max(max_step, rp.step_seconds);
+  if (!(max_step > 0)) return;
+  w.text(bar_left, y, "Step time by kind of work (measured time x count of the timed records)", 12.5);
+  y += 10;
+  const svg::LinearScale s{0, max_step, bar_left, bar_right};
+  for (std::size_t c = 0; c < cmp.columns.size(); ++c) {
+    const RunPlacement& rp = cmp.columns[c];
+    w.text(bar_left - 8, y + kWorkBarH - 3, fmt::format("[{}]", tag_for(c)), 11, "end");
+    double at = 0;
+    for (const auto& kind : work_kinds()) {
+      auto it = rp.step_seconds_by_work.find(kind);
+      if (it == rp.step_seconds_by_work.end() || !(it->second > 0)) continue;
+      w.rect(s(at), y, s(at + it->second) - s(at), kWorkBarH, work_colour(kind),
+             {{"class", "work-slice"}, {"data-run", tag_for(c)}, {"data-kind", kind}});
+      const std::string label = fmt::format("{} {}", kind, format_percent(it->second / rp.step_seconds));
+      if (s(at + it->second) - s(at) > 7.0 * double(label.size()))
+        w.text((s(at) + s(at + it->second)) / 2, y + kWorkBarH - 3, label, 10, "middle",
+               {{"fill", "#ffffff"}});
+      at += it->second;
+    }
+    w.text(s(at) + 4, y + kWorkBarH - 3, format_seconds(rp.step_seconds), 10.5, "start",
+           {{"fill", "#333333"}});
+    y += kWorkBarH + kWorkBarGap;
+  }
+  double x = bar_left;
+  for (const auto& kind : work_kinds()) {
+    w.rect(x, y + 2, 12, 10, work_colour(kind));
+    w.text(x + 16, y + 11, kind, 10.5);
+    x += 30 + 6.5 * double(kind.size());
+  }
+}
+
+}  // namespace
+
 std::string run_comparison_svg(const RunComparison& cmp, const ChartOptions& options) {
   const double width = 1040, name_right = 236, bar_left = 246, bar_right = 800;
   const double bar_h = 10, row_gap = 12;
   std::size_t n = cmp.columns.size();
   double row_h = n * (bar_h + 2) + row_gap;
-  double top = 64, legend_h = 20.0 * n + 12, rows_top = top + legend_h + 36;
+  double top = 64, legend_h = 20.0 * n + 12;
+  const double work_top = top + legend_h + 8;
+  double rows_top = work_top + work_bars_height(n) + 36;
   double height = rows_top + row_h * cmp.rows.size() + 56;
   svg::Writer w(width, height);
   detail::draw_title(w, 24, options.title.empty() ? "Runs compared: time per step by operator" : options.title,
@@ -94,6 +149,7 @@ std::string run_comparison_svg(const RunComparison& cmp, const ChartOptions& opt
            11.5);
     y += 20;
   }
+  draw_work_bars(w, cmp, work_top, bar_left, bar_right);
   double max_s = 0;
   for (const auto& row : cmp.rows)
     for (const Placement* p : row.cells)

@@ -239,11 +239,28 @@ RunPlacement place_run(const Run& run, const MachineProfile& machine, std::strin
     rp.step_seconds += p.step_seconds;
     rp.bound_step_seconds += p.bound_seconds * p.count;
     rp.step_seconds_by_binding[p.binding_name()] += p.step_seconds;
+    rp.step_seconds_by_work[work_kind(p.op)] += p.step_seconds;
   }
   rp.gap_step_seconds = rp.step_seconds - rp.bound_step_seconds;
   for (auto& p : rp.records)
     if (p.timed && rp.step_seconds > 0) p.share_of_step = p.step_seconds / rp.step_seconds;
   return rp;
+}
+
+const std::vector<std::string>& work_kinds() {
+  static const std::vector<std::string> kinds = {"GEMM", "attention", "quantization", "communication",
+                                                 "memory-bound"};
+  return kinds;
+}
+
+std::string work_kind(std::string_view op) {
+  if (op == "gemm") return "GEMM";
+  if (op.starts_with("attention_") || op.starts_with("gla_")) return "attention";
+  if (op == "quantize" || op == "dequantize" || op == "hot_channel_patch") return "quantization";
+  for (std::string_view c :
+       {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast"})
+    if (op == c) return "communication";
+  return "memory-bound";
 }
 
 }  // namespace rafter::roofline

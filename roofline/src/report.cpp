@@ -127,6 +127,10 @@ std::string format_report_footer(const RunPlacement& rp) {
     out += "time by binding resource:";
     for (const auto& [name, s] : rp.step_seconds_by_binding)
       out += fmt::format("  {} {}", name, format_percent(s / rp.step_seconds));
+    out += "\ntime by kind of work:";
+    for (const auto& kind : work_kinds())
+      if (auto it = rp.step_seconds_by_work.find(kind); it != rp.step_seconds_by_work.end())
+        out += fmt::format("  {} {}", kind, format_percent(it->second / rp.step_seconds));
     out += "\n";
   }
   if (rp.timed_records > 0 && rp.step_seconds > 0)
@@ -206,7 +210,8 @@ nlohmann::json report_json(const RunPlacement& rp) {
                       {"step_seconds", rp.step_seconds},
                       {"bound_step_seconds", rp.bound_step_seconds},
                       {"gap_step_seconds", rp.gap_step_seconds},
-                      {"step_seconds_by_binding", rp.step_seconds_by_binding}};
+                      {"step_seconds_by_binding", rp.step_seconds_by_binding},
+                      {"step_seconds_by_work", rp.step_seconds_by_work}};
   nlohmann::json records = nlohmann::json::array();
   for (const auto& p : rp.records) {
     nlohmann::json r = {{"operator", p.display_name()}, {"op", p.op}, {"phase", p.phase},

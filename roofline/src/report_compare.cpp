@@ -56,7 +56,30 @@ std::string format_run_comparison_table(const RunComparison& cmp) {
     out += fmt::format("step time [{}]/[A]: {} measured, {} floor\n", char('A' + c),
                        ratio_text(cmp.columns[0].step_seconds, cmp.columns[c].step_seconds),
                        ratio_text(cmp.columns[0].bound_step_seconds, cmp.columns[c].bound_step_seconds));
-  return out;
+  return out + format_work_table(cmp);
+}
+
+// The steps' time by kind of work (work_kind), each run's seconds and share of its step: the
+// stacked chart's slices, quantization overhead among them.
+std::string format_work_table(const RunComparison& cmp) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"kind of work"};
+  for (std::size_t c = 0; c < cmp.columns.size(); ++c)
+    head.push_back(fmt::format("[{}] time (share)", char('A' + c)));
+  rows.push_back(head);
+  for (const auto& kind : work_kinds()) {
+    std::vector<std::string> line = {kind};
+    bool any = false;
+    for (const auto& rp : cmp.columns) {
+      auto it = rp.step_seconds_by_work.find(kind);
+      const double s = it == rp.step_seconds_by_work.end() ? 0 : it->second;
+      any = any || s > 0;
+      line.push_back(s > 0 ? fmt::format("{} ({})", format_seconds(s), format_percent(s / rp.step_seconds))
+                           : "-");
+    }
+    if (any) rows.push_back(line);
+  }
+  return "step time by kind of work:\n" + format_text_table(rows);
 }
 
 std::string format_run_comparison_csv(const RunComparison& cmp) {
@@ -77,8 +100,12 @@ std::string format_run_comparison_csv(const RunComparison& cmp) {
 nlohmann::json run_comparison_json(const RunComparison& cmp) {
   nlohmann::json cols = nlohmann::json::array();
   for (const auto& rp : cmp.columns)
-    cols.push_back({{"run", rp.run_name}, {"machine_host", rp.roofs.host}, {"device", rp.roofs.device_id},
-                    {"step_seconds", rp.step_seconds}, {"bound_step_seconds", rp.bound_step_seconds}});
+    cols.push_back({{"run", rp.run_name},
+                    {"machine_host", rp.roofs.host},
+                    {"device", rp.roofs.device_id},
+                    {"step_seconds", rp.step_seconds},
+                    {"bound_step_seconds", rp.bound_step_seconds},
+                    {"step_seconds_by_work", rp.step_seconds_by_work}});
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : cmp.rows) {
     nlohmann::json cells = nlohmann::json::array();

@@ -2,6 +2,7 @@
 // and the fixtures' BF16 / FP8 / NVFP4 runs (NVFP4 emulated on FP8 roofs).
 #include <gtest/gtest.h>
 
+#include "rafter/roofline/charts.hpp"
 #include "rafter/roofline/compare.hpp"
 #include "rafter/roofline/inputs.hpp"
 #include "rafter/roofline/report.hpp"
@@ -29,6 +30,52 @@ TEST(Compare, RunsMatchByLabelAcrossPrecisions) {
   std::string table = format_run_comparison_table(cmp);
   EXPECT_NE(table.find("[C]/A time"), std::string::npos);
   EXPECT_NE(format_run_comparison_csv(cmp).find("nvfp4"), std::string::npos);
+}
+
+TEST(Compare, WorkKindsNameEveryCatalogueOperator) {
+  EXPECT_EQ(work_kind("gemm"), "GEMM");
+  for (const char* op : {"attention_prefill", "attention_decode", "attention_backward", "attention_softmax",
+                         "gla_chunked", "gla_decode"})
+    EXPECT_EQ(work_kind(op), "attention") << op;
+  for (const char* op : {"quantize", "dequantize", "hot_channel_patch"})
+    EXPECT_EQ(work_kind(op), "quantization") << op;
+  for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"})
+    EXPECT_EQ(work_kind(op), "communication") << op;
+  for (const char* op :
+       {"rmsnorm", "swiglu", "rope", "residual_add", "embedding", "cross_entropy", "adamw", "softmax"})
+    EXPECT_EQ(work_kind(op), "memory-bound") << op;
+}
+
+TEST(Compare, QuantizationOverheadIsItsOwnSlice) {
+  // A BF16 step (GEMM + norm) beside an NVFP4 one that adds quantize and hot-channel patch records.
+  auto rec = [](const std::string& op, const std::string& label, const std::string& prec, double seconds) {
+    OperatorRecord r = test::make_record(label, prec, 1e9, 1e8, 1e8, seconds);
+    r.op = op;
+    return r;
+  };
+  rafter::Run bf16 = test::make_run({rec("gemm", "qkv", "bf16", 0.04), rec("rmsnorm", "norm", "bf16", 0.01)});
+  rafter::Run fp4 = test::make_run({rec("gemm", "qkv", "nvfp4", 0.02), rec("rmsnorm", "norm", "bf16", 0.01),
+                                    rec("quantize", "qkv.quantize_x", "nvfp4", 0.004),
+                                    rec("hot_channel_patch", "qkv.hot", "bf16", 0.001)});
+  std::vector<RunPlacement> cols;
+  cols.push_back(place_run(bf16, test::small_machine(), "bf16"));
+  cols.push_back(place_run(fp4, test::small_machine(), "nvfp4"));
+  EXPECT_DOUBLE_EQ(cols[1].step_seconds_by_work.at("quantization"), 2 * (0.004 + 0.001));  // count 2
+  EXPECT_EQ(cols[0].step_seconds_by_work.count("quantization"), 0u);
+  EXPECT_NE(format_report_footer(cols[1]).find(
+                "time by kind of work:  GEMM 57%  quantization 14%  memory-bound 29%"),
+            std::string::npos)
+      << format_report_footer(cols[1]);
+  auto cmp = compare_runs(std::move(cols));
+  const std::string table = format_run_comparison_table(cmp);
+  EXPECT_NE(table.find("step time by kind of work"), std::string::npos) << table;
+  EXPECT_NE(table.find("quantization"), std::string::npos) << table;
+  const std::string svg = run_comparison_svg(cmp);
+  EXPECT_NE(svg.find("data-run=\"B\" data-kind=\"quantization\""), std::string::npos);
+  EXPECT_EQ(svg.find("data-run=\"A\" data-kind=\"quantization\""), std::string::npos);
+  EXPECT_NE(svg.find("data-run=\"A\" data-kind=\"GEMM\""), std::string::npos);
+  EXPECT_DOUBLE_EQ(
+      run_comparison_json(cmp)["columns"][1]["step_seconds_by_work"]["quantization"].get<double>(), 0.01);
 }
 
 TEST(Compare, RepeatedLabelsMatchInOrder) {

@@ -99,9 +99,16 @@ struct RunPlacement {
   // rest no measured time covers (no backend, failed, does not fit).
   double step_flops = 0, timed_step_flops = 0, step_outer_bytes = 0, timed_step_outer_bytes = 0;
   std::map<std::string, double> step_seconds_by_binding;  // where the step's time goes
+  std::map<std::string, double> step_seconds_by_work;     // by work_kind of the timed records
   std::vector<std::string> memory_levels() const;  // levels drawn: roofs first, then any in records
   std::vector<std::string> precisions() const;     // compute classes judged, in first-seen order
 };
+
+// The kind of work an operator does, as a step's time splits (work_kinds() order): "GEMM",
+// "attention" (fused or not, GLA), "quantization" (quantize, dequantize, the hot-channel patch: the
+// low-precision recipes' overhead), "communication" (collectives), "memory-bound" (the rest).
+std::string work_kind(std::string_view op);
+const std::vector<std::string>& work_kinds();
 
 // A timed record within this factor of the launch floor is named launch-bound.
 inline constexpr double kLaunchBoundFactor = 1.5;

@@ -14,12 +14,16 @@ namespace rafter::roofline {
 std::string format_report_table(const RunPlacement& rp);
 // The table's cells (header first), shared by the console table and the HTML page.
 std::vector<std::vector<std::string>> report_rows(const RunPlacement& rp);
-// The lines under the table: step totals, time by binding resource, remarks per operator.
+// The lines under the table: step totals, time by binding resource and by kind of work, remarks
+// per operator.
 std::string format_report_footer(const RunPlacement& rp);
 std::string format_report_csv(const RunPlacement& rp);  // one row per record, raw SI numbers
 nlohmann::json report_json(const RunPlacement& rp);
 
+// Operators side by side, then the steps' time by kind of work (format_work_table).
 std::string format_run_comparison_table(const RunComparison& cmp);
+// Each run's step time by kind of work (work_kind): seconds and share of its step.
+std::string format_work_table(const RunComparison& cmp);
 std::string format_run_comparison_csv(const RunComparison& cmp);
 nlohmann::json run_comparison_json(const RunComparison& cmp);
 std::string format_machine_comparison_table(const MachineComparison& cmp);
