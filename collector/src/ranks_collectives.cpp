@@ -42,6 +42,13 @@ std::string_view collective_name(Collective c) {
   return "?";
 }
 
+std::optional<Collective> collective_from_name(std::string_view name) {
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                       Collective::AllToAll, Collective::Broadcast, Collective::SendRecv})
+    if (collective_name(c) == name) return c;
+  return std::nullopt;
+}
+
 double bus_factor(Collective c, int n) {
   switch (c) {
     case Collective::AllReduce: return 2.0 * (n - 1) / n;

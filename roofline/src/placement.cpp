@@ -1,10 +1,12 @@
 // Placement of operator records against a device's roofs (formulas in placement.hpp / DESIGN.md).
 #include "rafter/roofline/placement.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "rafter/collector/ranks.hpp"
 #include "rafter/roofline/format.hpp"
 
 namespace rafter::roofline {
@@ -257,9 +259,7 @@ std::string work_kind(std::string_view op) {
   if (op == "gemm") return "GEMM";
   if (op.starts_with("attention_") || op.starts_with("gla_")) return "attention";
   if (op == "quantize" || op == "dequantize" || op == "hot_channel_patch") return "quantization";
-  for (std::string_view c :
-       {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast"})
-    if (op == c) return "communication";
+  if (collective_from_name(op)) return "communication";
   return "memory-bound";
 }
 

@@ -87,9 +87,7 @@ class MpiCollectives final : public Backend {
   }
 
   static Collective kind(const std::string& op) {
-    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
-                         Collective::SendRecv})
-      if (collective_name(c) == op) return c;
+    if (auto c = collective_from_name(op); c && *c != Collective::Broadcast) return *c;
     throw InputError(fmt::format("mpi: no collective named {}", op));
   }
 

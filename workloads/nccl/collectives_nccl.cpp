@@ -21,9 +21,7 @@ std::string env_or(const char* name, const char* fallback) {
 }
 
 Collective collective_of(const std::string& op) {
-  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
-                       Collective::SendRecv})
-    if (collective_name(c) == op) return c;
+  if (auto c = collective_from_name(op); c && *c != Collective::Broadcast) return *c;
   throw InputError(fmt::format("nccl: no collective named {}", op));
 }
 

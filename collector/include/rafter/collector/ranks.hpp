@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -78,6 +79,8 @@ class Ranks {
 enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
 enum class WireType { F32, BF16 };  // BF16: 16-bit words; reductions widen to FP32, round to nearest even
 std::string_view collective_name(Collective c);
+// The collective named so (collective_name's inverse); nullopt for any other name.
+std::optional<Collective> collective_from_name(std::string_view name);
 // nccl-tests' bus-bandwidth factor for n ranks (DESIGN.md): all_reduce 2(n-1)/n; all_gather,
 // reduce_scatter, all_to_all (n-1)/n; broadcast and send_recv 1.
 double bus_factor(Collective c, int n);
