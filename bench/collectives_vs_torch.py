@@ -63,12 +63,18 @@ def worker(r, n, args, q):
     dist.destroy_process_group()
 
 
-def rafter_time(d, op, dt, b):
+def rafter_record(d, op, dt, b):
+    """rafter's time (None unless ok) and what NCCL chose for its timed calls ("RING/LL128/24ch")."""
     path = os.path.join(d, f"profile.{op}.{dt}.{b}.json")
     if not os.path.exists(path):
-        return None
+        return None, "-"
     rec = json.load(open(path))["records"][0]
-    return rec["time"]["value"] if rec.get("status") == "ok" and rec.get("time") else None
+    t = rec["time"]["value"] if rec.get("status") == "ok" and rec.get("time") else None
+    choice = rec.get("details", {}).get("nccl_choice")
+    if isinstance(choice, list):
+        said = {f"{c.get('algo', c['func'])}/{c.get('proto', '-')}/{c['channels']}ch" for c in choice}
+        return t, "+".join(sorted(said))
+    return t, "not recorded" if choice else "-"
 
 
 def main():
@@ -89,16 +95,16 @@ def main():
     for p in procs:
         p.join()
     print(f"torch {torch.__version__}, NCCL {torch.cuda.nccl.version()}, {n} GPU(s)")
-    print(f"{'op':<15}{'type':<6}{'bytes':>12}{'rafter':>12}{'torch':>12}{'rafter algbw':>14}{'busbw':>12}{'torch/rafter':>14}")
+    print(f"{'op':<15}{'type':<6}{'bytes':>12}{'rafter':>12}{'torch':>12}{'rafter algbw':>14}{'busbw':>12}{'torch/rafter':>14}  NCCL's choice (rafter)")
     for row in rows:
-        t = rafter_time(args.rafter_dir, row["op"], row["dtype"], row["bytes"])
+        t, row["nccl_choice"] = rafter_record(args.rafter_dir, row["op"], row["dtype"], row["bytes"])
         row["rafter_s"] = t
         alg = row["bytes"] / t if t else 0
         bus = alg * FACTORS[row["op"]](n)
         ratio = f"{row['torch_s'] / t:.3f}" if t else "-"
         rt = f"{t * 1e6:.1f} us" if t else "-"
         print(f"{row['op']:<15}{row['dtype']:<6}{row['bytes']:>12}{rt:>12}{row['torch_s'] * 1e6:>9.1f} us"
-              f"{alg / 1e9:>11.1f} GB/s{bus / 1e9:>9.1f} GB/s{ratio:>14}")
+              f"{alg / 1e9:>11.1f} GB/s{bus / 1e9:>9.1f} GB/s{ratio:>14}  {row['nccl_choice']}")
     if args.json:
         json.dump(rows, open(args.json, "w"), indent=1)
 

@@ -6,11 +6,16 @@
 # the table (time, algbw, busbw, rafter/torch). Logs and JSON under $OUT (or /tmp/collectives).
 # On the device machine, from the repository root, carrying .device-debs (bench/device_build.sh):
 #   bash bench/collectives_vs_torch.sh [build-dir]
-# STAGES (default "build profile probe torch") picks a subset.
+# With 2 GPUs or more and mpirun, stage tp runs the Llama-2 7B prefill step with --tp 2 under
+# mpirun (one process per GPU, each its shard; the all-reduces over NCCL) and prints its records.
+# Stage p2p (2 GPUs or more): cuda.links' peer copies (write, read, both ways, 8-byte latency, the
+# link NVML names) beside torch's device-to-device copy between cuda:0 and cuda:1 (x.copy_ of
+# 256 MiB, CUDA events, median of 20).
+# STAGES (default "build profile probe torch tp p2p") picks a subset.
 set -uo pipefail
 build=${1:-build-dev}
 out=${OUT:-/tmp/collectives}
-stages=${STAGES:-build profile probe torch}
+stages=${STAGES:-build profile probe torch tp p2p}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 # shellcheck disable=SC1091
@@ -43,4 +48,49 @@ if has torch; then
   timeout 150 python3 bench/collectives_vs_torch.py --gpus "$gpus" --sizes $sizes --rafter-dir "$out" \
     --json "$out/torch.json" 2>&1 | tail -60
   stamp "torch"
+fi
+if has tp && [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun -np 2 --bind-to none \
+    "$rafter" profile --device cuda --model llama2-7b --phase prefill --seq 4096 --tp 2 --quick \
+    -o "$out/tp2.json" >"$out/tp2.log" 2>&1
+  echo "tp 2: exit $?"; tail -40 "$out/tp2.log"
+  python3 - "$out/tp2.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+for r in run["records"]:
+    if r["op"] == "all_reduce":
+        t = r.get("time", {}).get("value")
+        print(r["label"], r["status"], f"{t * 1e6:.1f} us" if t else "-", r.get("details", {}).get("nccl_choice"))
+secs = lambda rs: sum(r["time"]["value"] * r["count"] for r in rs if r.get("time"))
+comm = [r for r in run["records"] if r["op"] == "all_reduce"]
+total = secs(run["records"])
+print(f"rank 0's step: {total * 1e3:.2f} ms of which all-reduce {secs(comm) * 1e3:.2f} ms"
+      f" ({100 * secs(comm) / total if total else 0:.1f} %)")
+PY
+  stamp "tp"
+fi
+if has p2p && [ "$gpus" -ge 2 ]; then
+  timeout 180 "$rafter" probe --device cuda:0 --filter cuda.links -o "$out/links.json" >"$out/links.log" 2>&1
+  echo "links probe: exit $?"
+  python3 - "$out/links.json" <<'PY'
+import json, sys
+import torch
+rows = [c for c in json.load(open(sys.argv[1]))["ceilings"] if c["resource"].startswith("p2p_")]
+for c in rows:
+    f, p = c["figure"], c["params"]
+    v = f"{f['value'] * 1e6:.2f} us" if c["kind"] == "latency" else f"{f['value'] / 1e9:.1f} GB/s"
+    sheet = f"{c['datasheet']['value'] / 1e9:.0f} GB/s" if c.get("datasheet") else "-"
+    print(f"rafter {c['resource']} {c['operation']:<18} {c['kind']:<9} {v:>12}  datasheet {sheet}  link {p.get('link')}")
+n = 256 << 20
+x = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda:0")
+y = torch.empty(n, dtype=torch.uint8, device="cuda:1")
+times = []
+for _ in range(25):
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record(); y.copy_(x); b.record(); b.synchronize()
+    times.append(a.elapsed_time(b) / 1e3)
+t = sorted(times[5:])[len(times[5:]) // 2]
+print(f"torch cuda:0 -> cuda:1 copy_ of 256 MiB: {n / t / 1e9:.1f} GB/s (median of 20)")
+PY
+  stamp "p2p"
 fi

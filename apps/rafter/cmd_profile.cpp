@@ -191,7 +191,7 @@ void run_profile(const ProfileArgs& a) {
   if (!out.output.empty() && writer) lock.emplace(out.output);
   InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   ExecContext ctx;
-  ctx.device = a.device;
+  ctx.device = rank_device(a.device, ranks.info());  // under mpirun: one GPU per rank
   ctx.policy = a.quick ? RepeatPolicy::quick() : RepeatPolicy{};
   ctx.warm_cache = a.warm_cache;
   ctx.check = !a.no_check;

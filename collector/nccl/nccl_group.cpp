@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include "rafter/collector/nccl_choice.hpp"
+
 namespace rafter {
 namespace {
 
@@ -23,7 +25,8 @@ struct NcclGroup::Impl {
   std::vector<cudaStream_t> streams;
 };
 
-NcclGroup::NcclGroup(int ranks, int first_device) : impl_(std::make_unique<Impl>()), size_(ranks) {
+NcclGroup::NcclGroup(int ranks, int device) : impl_(std::make_unique<Impl>()), size_(ranks) {
+  nccl_choices_enable();  // before NCCL loads its profiler plugin, at the first communicator
   Ranks& world = Ranks::world();
   if (world.size() > 1) {  // one process per GPU
     if (ranks != world.size())
@@ -31,18 +34,26 @@ NcclGroup::NcclGroup(int ranks, int first_device) : impl_(std::make_unique<Impl>
     ncclUniqueId id;
     if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     world.broadcast(&id, sizeof id, 0, "the NCCL unique id");
-    members_.push_back({world.rank(), world.local_rank(), nullptr, nullptr});
-    check_cuda(cudaSetDevice(world.local_rank()), "cudaSetDevice");
+    int count = 0;
+    check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    if (device >= count)
+      throw InputError(
+          fmt::format("rank {} would drive cuda:{}, but its node has {} GPU(s): one GPU per rank",
+                      world.rank(), device, count));
+    members_.push_back({world.rank(), device, nullptr, nullptr});
+    check_cuda(cudaSetDevice(device), "cudaSetDevice");
     impl_->comms.resize(1);
     check_nccl(ncclCommInitRank(&impl_->comms[0], ranks, id, world.rank()), "ncclCommInitRank");
     mpi_ = true;
   } else {
     int count = 0;
     check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-    if (first_device + ranks > count)
-      throw InputError(fmt::format("ranks={} needs {} GPUs from cuda:{}; this machine has {}", ranks, ranks, first_device, count));
+    if (device + ranks > count)
+      throw InputError(fmt::format("ranks={} needs {} GPUs from cuda:{}; this machine has {}", ranks, ranks,
+                                   device, count));
     std::vector<int> devs;
-    for (int i = 0; i < ranks; ++i) devs.push_back(first_device + i), members_.push_back({i, first_device + i, nullptr, nullptr});
+    for (int i = 0; i < ranks; ++i)
+      devs.push_back(device + i), members_.push_back({i, device + i, nullptr, nullptr});
     impl_->comms.resize(devs.size());
     check_nccl(ncclCommInitAll(impl_->comms.data(), ranks, devs.data()), "ncclCommInitAll");
   }

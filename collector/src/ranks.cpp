@@ -94,6 +94,20 @@ RankInfo ranks_from_environment() {
   return info;
 }
 
+std::string rank_device(const std::string& device, const RankInfo& info) {
+  if (info.size <= 1 || device.rfind("cuda", 0) != 0) return device;
+  int first = 0;
+  if (device.size() > 4) {
+    if (device[4] != ':') return device;  // not a CUDA device name: left for the caller's error
+    const char* b = device.c_str() + 5;
+    char* end = nullptr;
+    const long n = std::strtol(b, &end, 10);
+    if (end == b || *end != '\0' || n < 0) return device;
+    first = int(n);
+  }
+  return fmt::format("cuda:{}", first + info.local_rank);
+}
+
 bool mpi_built() {
 #if RAFTER_HAVE_MPI
   return true;

@@ -11,12 +11,15 @@ namespace {
 struct Point {
   double bytes, seconds, algbw, busbw;
   Summary time;  // the slowest rank's
+  nlohmann::json choice;  // SweepSpec::choice's answer, or null
 };
 
 void add_ceilings(const SweepSpec& spec, Collective c, WireType t, const std::vector<Point>& pts, MachineProfile& profile) {
   nlohmann::json sweep = nlohmann::json::array();
-  for (const Point& p : pts)
+  for (const Point& p : pts) {
     sweep.push_back({{"bytes", p.bytes}, {"time_s", p.seconds}, {"algbw_Bps", p.algbw}, {"busbw_Bps", p.busbw}});
+    if (!p.choice.is_null()) sweep.back()["choice"] = p.choice;
+  }
   const double factor = bus_factor(c, spec.ranks);
   Ceiling link;
   link.kind = CeilingKind::Link;
@@ -33,11 +36,13 @@ void add_ceilings(const SweepSpec& spec, Collective c, WireType t, const std::ve
   link.params.update({{"ranks", spec.ranks}, {"bus_factor", factor}, {"sizes", sweep}, {"bytes", pts.back().bytes},
                       {"algbw_Bps", pts.back().algbw},
                       {"time", "max over ranks of each rank's median, each call after a barrier"}});
+  if (!pts.back().choice.is_null()) link.params["choice"] = pts.back().choice;
   Ceiling lat = link;
   lat.kind = CeilingKind::Latency;
   lat.figure = Figure::measured(pts.front().time, "s");
   lat.params = spec.params;
   lat.params.update({{"ranks", spec.ranks}, {"bytes", pts.front().bytes}});
+  if (!pts.front().choice.is_null()) lat.params["choice"] = pts.front().choice;
   if (factor > 0) profile.ceilings.push_back(std::move(link));  // one rank: no bus traffic, no link ceiling
   profile.ceilings.push_back(std::move(lat));
 }
@@ -68,9 +73,11 @@ void sweep_collectives(const ProbeOptions& options, const SweepSpec& spec, const
         const std::string what = fmt::format("{} ({})", collective_name(c), bytes_label(S));
         ranks.join(what);
         const std::function<void()> call = make(c, t, count, what);
+        if (spec.choice) spec.choice();  // drops what came before this size
         const RanksTiming tm = time_across_ranks(ranks, options.policy, call, what);
         const double s = tm.summary.median;
-        pts.push_back({S, s, S / s, S / s * bus_factor(c, spec.ranks), tm.summary});
+        pts.push_back({S, s, S / s, S / s * bus_factor(c, spec.ranks), tm.summary,
+                       spec.choice ? spec.choice() : nlohmann::json()});
       }
       add_ceilings(spec, c, t, pts, profile);
     }

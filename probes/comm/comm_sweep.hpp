@@ -23,6 +23,10 @@ struct SweepSpec {
   double max_bytes = 0;   // the largest message
   std::vector<Collective> collectives;
   nlohmann::json params = nlohmann::json::object();  // added to every ceiling's params
+  // Optional: what the library chose for the calls since it was last asked (NCCL's algorithm,
+  // protocol, channels); asked before and after each size's timing, the answer kept with the size
+  // ("choice" in params.sizes, and in the ceilings' params at their size).
+  std::function<nlohmann::json()> choice;
 };
 
 // Sizes: 8 B, then x8 up to max_bytes; --quick: 8 B, 4 KiB, 1 MiB (capped).

@@ -1,6 +1,6 @@
 // The rank launch alone (no mpirun): the launcher's variables, malformed ones ignored; one rank's
 // joins and barriers return at once; a wait past its deadline is one CommTimeout line; the sizes,
-// bus factors and BF16 rounding the collectives use.
+// bus factors and BF16 rounding the collectives use; the GPU each rank of a launch drives.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,6 +81,21 @@ TEST(Ranks, SizesBusFactorsAndBf16) {
   EXPECT_EQ(rafter::from_bf16(rafter::to_bf16(1.0f + 1.0f / 256)), 1.0f);  // a tie rounds to even
   EXPECT_EQ(rafter::from_bf16(rafter::to_bf16(1.0f + 3.0f / 256)), 1.0f + 1.0f / 64);
   EXPECT_TRUE(std::isnan(rafter::from_bf16(rafter::to_bf16(std::nanf("")))));
+}
+
+TEST(Ranks, EachRankDrivesItsOwnGpu) {
+  rafter::RankInfo two;
+  two.size = 2;
+  two.local_rank = 1;
+  EXPECT_EQ(rafter::rank_device("cuda", two), "cuda:1");
+  EXPECT_EQ(rafter::rank_device("cuda:0", two), "cuda:1");
+  EXPECT_EQ(rafter::rank_device("cuda:2", two), "cuda:3");  // the node's first GPU for this run
+  EXPECT_EQ(rafter::rank_device("cpu", two), "cpu");
+  EXPECT_EQ(rafter::rank_device("cuda:x", two), "cuda:x");  // left for the device parser's error
+  EXPECT_EQ(rafter::rank_device("cudax", two), "cudax");
+  const rafter::RankInfo alone;
+  EXPECT_EQ(rafter::rank_device("cuda", alone), "cuda");
+  EXPECT_EQ(rafter::rank_device("cuda:1", alone), "cuda:1");
 }
 
 }  // namespace

@@ -6,19 +6,13 @@
 // median. Every wait is bounded (--comm-timeout).
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "../cuda/cuda_util.hpp"
+#include "rafter/collector/nccl_choice.hpp"
 #include "rafter/collector/nccl_group.hpp"
 #include "rafter/workloads/backend.hpp"
 
 namespace rafter::workloads::cuda {
 namespace {
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v ? v : fallback;
-}
 
 Collective collective_of(const std::string& op) {
   if (auto c = collective_from_name(op); c && *c != Collective::Broadcast) return *c;
@@ -47,7 +41,7 @@ class NcclCollectives final : public Backend {
     Ranks& ranks = Ranks::world();
     ranks.join(what);
     record.backend = name();
-    NcclGroup g(n, ranks.size() > 1 ? 0 : current_device_index(ctx.device));
+    NcclGroup g(n, current_device_index(ctx.device));  // under mpirun ctx.device is this rank's GPU
     std::vector<DeviceTensor> tensors;  // every member's in and out, alive while the group runs
     if (ctx.check) record.check = check(g, tensors, inst, ctx, dt);
     const std::size_t out = c == Collective::ReduceScatter ? std::size_t(S / n) : std::size_t(S);
@@ -58,19 +52,21 @@ class NcclCollectives final : public Backend {
       fill_random(tensors.back(), -1, 1, ctx.seed + std::uint64_t(m.rank));
       m.out = tensors.emplace_back(alloc_tensor(dt, out)).data();
     }
+    nccl_choices_take();  // the check's calls are not the timed ones
     const RanksTiming tm = time_across_ranks(ranks, ctx.policy, [&] { g.run(c, wt, std::size_t(S), what); }, what);
     record.time = Figure::measured(tm.summary, "s");
     record.status = (!ctx.check || record.check.passed) ? RecordStatus::Ok : RecordStatus::Invalid;
     if (record.status == RecordStatus::Invalid)
       record.note = fmt::format("check failed: rel error {:.3g} > tolerance {:.3g}", record.check.error, record.check.tolerance);
     record.details = {{"ranks", n},
-                      {"launch", g.mpi() ? "one process per GPU (mpirun)" : "one process over local GPUs (ncclCommInitAll)"},
+                      {"launch", g.mpi() ? "one process per GPU (mpirun)"
+                                         : "one process over local GPUs (ncclCommInitAll)"},
                       {"devices", nlohmann::json::array()},
                       {"nccl_version", NcclGroup::version()},
-                      {"nccl_algo", env_or("NCCL_ALGO", "auto")},
-                      {"nccl_proto", env_or("NCCL_PROTO", "auto")},
-                      {"time", "host wall time from the group's issue to every stream done, each call after a "
-                               "barrier; max over ranks of each rank's median"},
+                      {"nccl_choice", nccl_choices_json(nccl_choices_take())},
+                      {"time",
+                       "host wall time from the group's issue to every stream done, each call after a "
+                       "barrier; max over ranks of each rank's median"},
                       {"slowest_rank", tm.slowest_rank}};
     for (const NcclGroup::Member& m : g.members()) record.details["devices"].push_back(m.device);
   }

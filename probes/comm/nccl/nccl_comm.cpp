@@ -2,15 +2,15 @@
 // all_to_all, broadcast, send_recv between ring neighbours), FP32 and BF16, 8 B up to 1 GiB
 // (--quick: 8 B, 4 KiB, 1 MiB), through the collector's NcclGroup: under mpirun one process per GPU
 // (it runs on the device cuda:<local rank>), alone one process over every local GPU (it runs once,
-// on cuda:0). The sweep and its ceilings are comm_sweep's (resource nccl:<ranks>); NCCL's version
-// and the NCCL_ALGO / NCCL_PROTO it was told are in params.
+// on cuda:0). The sweep and its ceilings are comm_sweep's (resource nccl:<ranks>); NCCL's version is
+// in params, and per size what NCCL chose (algorithm, protocol, channels: nccl_choice.hpp).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <memory>
 
 #include "../comm_sweep.hpp"
+#include "rafter/collector/nccl_choice.hpp"
 #include "rafter/collector/nccl_group.hpp"
 
 namespace rafter::probes {
@@ -32,11 +32,6 @@ struct DeviceMemory {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 };
 
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v ? v : fallback;
-}
-
 void run_nccl_collectives(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
   Ranks& ranks = Ranks::world();
   int count = 0;
@@ -44,7 +39,7 @@ void run_nccl_collectives(const ProbeOptions& options, const Device& device, Mac
   const bool mpi = ranks.size() > 1;
   if (device.id != fmt::format("cuda:{}", mpi ? ranks.local_rank() : 0)) return;  // one sweep per process
   const int n = mpi ? ranks.size() : count;
-  auto group = std::make_shared<NcclGroup>(n, 0);
+  auto group = std::make_shared<NcclGroup>(n, mpi ? ranks.local_rank() : 0);
   comm::SweepSpec spec;
   spec.probe = "comm.nccl";
   spec.device = device.id;
@@ -53,10 +48,10 @@ void run_nccl_collectives(const ProbeOptions& options, const Device& device, Mac
   spec.max_bytes = double(1 << 30);
   spec.collectives = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
                       Collective::AllToAll,  Collective::Broadcast, Collective::SendRecv};
-  spec.params = {{"nccl_version", NcclGroup::version()},
-                 {"launch", mpi ? "one process per GPU (mpirun)" : "one process over local GPUs (ncclCommInitAll)"},
-                 {"nccl_algo", env_or("NCCL_ALGO", "auto")},
-                 {"nccl_proto", env_or("NCCL_PROTO", "auto")}};
+  spec.params = {
+      {"nccl_version", NcclGroup::version()},
+      {"launch", mpi ? "one process per GPU (mpirun)" : "one process over local GPUs (ncclCommInitAll)"}};
+  spec.choice = [] { return nccl_choices_json(nccl_choices_take()); };
   auto memory = std::make_shared<std::vector<std::unique_ptr<DeviceMemory>>>();
   comm::sweep_collectives(options, spec, [group, memory](Collective c, WireType t, std::size_t elements, const std::string& what) {
     const std::size_t bytes = elements * (t == WireType::BF16 ? 2 : 4);

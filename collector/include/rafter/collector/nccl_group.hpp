@@ -1,9 +1,10 @@
 // An NCCL communicator over this process's GPUs, shared by the NCCL backend (workloads/nccl) and
 // probe (probes/comm): one member per GPU this process drives. Under mpirun, one process per GPU
-// (rank r on local GPU local_rank; NCCL's unique id from rank 0 through Ranks::broadcast); alone,
-// one process over `ranks` local GPUs (ncclCommInitAll; group calls). Every run is polled to the
-// deadline (Ranks::wait on cudaStreamQuery and ncclCommGetAsyncError); a timeout aborts the
-// communicators. Built only with CUDA and NCCL (RAFTER_HAVE_NCCL in CMake).
+// (rank r on the GPU it was given, local_rank places after the first; NCCL's unique id from rank 0
+// through Ranks::broadcast); alone, one process over `ranks` local GPUs (ncclCommInitAll; group
+// calls). Every run is polled to the deadline (Ranks::wait on cudaStreamQuery and
+// ncclCommGetAsyncError); a timeout aborts the communicators. Built only with CUDA and NCCL
+// (RAFTER_HAVE_NCCL in CMake).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -21,8 +22,9 @@ class NcclGroup {
     void* in = nullptr;   // device buffers the caller owns: S elements in
     void* out = nullptr;  // S out (reduce_scatter: S/n)
   };
-  // Throws InputError when `ranks` differs from the mpirun world or exceeds the local GPUs.
-  NcclGroup(int ranks, int first_device);
+  // Under mpirun `device` is this rank's GPU (rank_device in ranks.hpp); alone, the first of the
+  // `ranks` GPUs. Throws InputError when `ranks` differs from the mpirun world or exceeds the local GPUs.
+  NcclGroup(int ranks, int device);
   ~NcclGroup();
   NcclGroup(const NcclGroup&) = delete;
   NcclGroup& operator=(const NcclGroup&) = delete;

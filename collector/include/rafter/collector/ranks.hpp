@@ -33,6 +33,12 @@ struct RankInfo {
 };
 RankInfo ranks_from_environment();
 
+// The device this rank drives. Launched as several ranks, "cuda" and "cuda:N" name the node's first
+// GPU and each rank takes the one local_rank places after it (one process per GPU, as its NCCL
+// communicator does): rank 1 of `mpirun -np 2 rafter profile --device cuda --tp 2` runs its shard on
+// cuda:1. Anything else ("cpu"), and a lone rank, keeps the name.
+std::string rank_device(const std::string& device, const RankInfo& info);
+
 // True when rafter was built with MPI (the CPU collectives and the mpirun launch exist).
 bool mpi_built();
 
