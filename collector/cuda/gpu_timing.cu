@@ -156,6 +156,9 @@ PowerReading read_power(int device) {
 }
 
 nlohmann::json nvml_properties(int device) { return nvml::device_properties(pci_bus_id(device)); }
+nlohmann::json nvml_peer_link(int device, int peer) {
+  return nvml::peer_link(pci_bus_id(device), pci_bus_id(peer));
+}
 
 namespace {
 

@@ -28,6 +28,14 @@ struct Api {
   nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned*) = nullptr;
+  nvmlReturn_t (*p2p_status)(nvmlDevice_t, nvmlDevice_t, nvmlGpuP2PCapsIndex_t,
+                             nvmlGpuP2PStatus_t*) = nullptr;
+  nvmlReturn_t (*common_ancestor)(nvmlDevice_t, nvmlDevice_t, nvmlGpuTopologyLevel_t*) = nullptr;
+  nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
+  nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned, nvmlEnableState_t*) = nullptr;
+  nvmlReturn_t (*nvlink_version)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+  nvmlReturn_t (*nvlink_remote_type)(nvmlDevice_t, unsigned, nvmlIntNvLinkDeviceType_t*) = nullptr;
+  nvmlReturn_t (*nvlink_remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;
   bool ok() const { return init && by_pci && clock; }
 };
 
@@ -56,6 +64,13 @@ const Api& api() {
     load(a.handle, a.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
     load(a.handle, a.power_usage, "nvmlDeviceGetPowerUsage");
     load(a.handle, a.temperature, "nvmlDeviceGetTemperature");
+    load(a.handle, a.p2p_status, "nvmlDeviceGetP2PStatus");
+    load(a.handle, a.common_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
+    load(a.handle, a.pci_info, "nvmlDeviceGetPciInfo_v3");
+    load(a.handle, a.nvlink_state, "nvmlDeviceGetNvLinkState");
+    load(a.handle, a.nvlink_version, "nvmlDeviceGetNvLinkVersion");
+    load(a.handle, a.nvlink_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
+    load(a.handle, a.nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
     if (!a.ok()) {
       a.why = "libnvidia-ml.so.1 lacks nvmlInit_v2/GetClockInfo";
       a.init = nullptr;
@@ -123,12 +138,90 @@ nlohmann::json device_properties(const std::string& pci_bus_id) {
   return j;
 }
 
+namespace {
+
+const char* topology_name(nvmlGpuTopologyLevel_t level) {
+  switch (level) {
+    case NVML_TOPOLOGY_INTERNAL:
+      return "internal";
+    case NVML_TOPOLOGY_SINGLE:
+      return "single_switch";
+    case NVML_TOPOLOGY_MULTIPLE:
+      return "multiple_switches";
+    case NVML_TOPOLOGY_HOSTBRIDGE:
+      return "host_bridge";
+    case NVML_TOPOLOGY_NODE:
+      return "numa_node";
+    default:
+      return "system";
+  }
+}
+
+std::string nvlink_version_name(unsigned v) {  // nvmlNvlinkVersion_t
+  static const char* names[] = {"invalid", "1.0", "2.0", "2.2", "3.0", "3.1", "4.0", "5.0"};
+  return v < sizeof names / sizeof names[0] ? names[v] : "nvml " + std::to_string(v);
+}
+
+const char* remote_name(nvmlIntNvLinkDeviceType_t t) {
+  switch (t) {
+    case NVML_NVLINK_DEVICE_TYPE_GPU:
+      return "gpu";
+    case NVML_NVLINK_DEVICE_TYPE_IBMNPU:
+      return "ibmnpu";
+    case NVML_NVLINK_DEVICE_TYPE_SWITCH:
+      return "switch";
+    default:
+      return "unknown";
+  }
+}
+
+}  // namespace
+
+nlohmann::json peer_link(const std::string& pci_a, const std::string& pci_b) {
+  const Api& a = api();
+  nvmlDevice_t da, db;
+  if (!device(pci_a, da) || !device(pci_b, db))
+    return {{"nvml", "unavailable (" +
+                         (a.why.empty() ? "no NVML device for " + pci_a + " or " + pci_b : a.why) + ")"}};
+  nlohmann::json j = {{"nvml", "available"}};
+  nvmlGpuP2PStatus_t status;
+  if (a.p2p_status && a.p2p_status(da, db, NVML_P2P_CAPS_INDEX_NVLINK, &status) == NVML_SUCCESS)
+    j["nvlink_p2p"] = status == NVML_P2P_STATUS_OK;
+  nvmlGpuTopologyLevel_t level;
+  if (a.common_ancestor && a.common_ancestor(da, db, &level) == NVML_SUCCESS)
+    j["common_ancestor"] = topology_name(level);
+  nvmlPciInfo_t peer{};
+  const bool peer_known = a.pci_info && a.pci_info(db, &peer) == NVML_SUCCESS;
+  if (!a.nvlink_state) return j;
+  j["nvlinks"] = nlohmann::json::array();
+  for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; ++l) {
+    nvmlEnableState_t active;
+    if (a.nvlink_state(da, l, &active) != NVML_SUCCESS || active != NVML_FEATURE_ENABLED) continue;
+    nlohmann::json link = {{"link", l}};
+    unsigned v = 0;
+    if (a.nvlink_version && a.nvlink_version(da, l, &v) == NVML_SUCCESS)
+      link["version"] = nvlink_version_name(v);
+    nvmlIntNvLinkDeviceType_t type;
+    if (a.nvlink_remote_type && a.nvlink_remote_type(da, l, &type) == NVML_SUCCESS)
+      link["remote"] = remote_name(type);
+    nvmlPciInfo_t far{};
+    if (peer_known && a.nvlink_remote_pci && a.nvlink_remote_pci(da, l, &far) == NVML_SUCCESS)
+      link["to_peer"] = far.domain == peer.domain && far.bus == peer.bus && far.device == peer.device;
+    j["nvlinks"].push_back(std::move(link));
+  }
+  return j;
+}
+
 #else  // no NVML header at build time: clocks come from CUDA's attributes
 
 bool current_clocks_hz(const std::string&, double&, double&) { return false; }
 bool current_power(const std::string&, double&, double&) { return false; }
 
 nlohmann::json device_properties(const std::string&) {
+  return {{"nvml", "unavailable (built without the NVML header)"}};
+}
+
+nlohmann::json peer_link(const std::string&, const std::string&) {
   return {{"nvml", "unavailable (built without the NVML header)"}};
 }
 

@@ -19,4 +19,12 @@ bool current_power(const std::string& pci_bus_id, double& watts, double& celsius
 // Driver version, ECC, PCIe link, maximum clocks and power limit, or {"nvml": "unavailable (why)"}.
 nlohmann::json device_properties(const std::string& pci_bus_id);
 
+// How GPU a reaches GPU b, as NVML reports it: {"nvml": "available", "nvlink_p2p": NVML's P2P
+// status over NVLink is OK, "common_ancestor": the PCIe topology level joining them ("internal",
+// "single_switch", "multiple_switches", "host_bridge", "numa_node", "system"), "nvlinks": one entry
+// per active NVLink of a: {"version": "4.0", "remote": "gpu" | "switch" | "ibmnpu" | "unknown",
+// "to_peer": its far end is b}}, or {"nvml": "unavailable (why)"}. Fields NVML cannot answer are
+// left out.
+nlohmann::json peer_link(const std::string& pci_a, const std::string& pci_b);
+
 }  // namespace rafter::gpu::nvml

@@ -1,6 +1,8 @@
 // Datasheet tables and level naming for NVIDIA GPUs (see gpu_model.hpp).
 #include "gpu_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -78,6 +80,39 @@ std::optional<Datasheet> pcie_datasheet(int generation, int lanes) {
   d.basis = "PCIe gen " + std::to_string(generation) + " x" + std::to_string(lanes) + ": " +
             std::to_string(int(gt_per_s[generation])) + " GT/s per lane, one direction, encoding overhead removed";
   return d;
+}
+
+std::optional<Datasheet> nvlink_datasheet(int cc_major, int links) {
+  const double per_link = cc_major >= 7 && cc_major <= 9 ? 25e9 : cc_major == 10 ? 50e9 : 0;
+  if (per_link == 0 || links <= 0) return std::nullopt;
+  Datasheet d;
+  d.value = per_link * links;
+  d.basis = fmt::format("NVLink of compute capability {}.x: {} link(s) x {:.0f} GB/s each way", cc_major,
+                        links, per_link / 1e9);
+  return d;
+}
+
+PeerLinkName name_peer_link(const nlohmann::json& facts) {
+  PeerLinkName n;
+  if (facts.value("nvml", "") != "available") return n;
+  n.via = facts.value("common_ancestor", "");
+  if (!facts.value("nvlink_p2p", false)) {
+    n.kind = "pcie";
+    return n;
+  }
+  n.kind = "nvlink";
+  n.via = "direct";
+  int direct = 0, switched = 0;
+  for (const auto& l : facts.value("nvlinks", nlohmann::json::array())) {
+    if (l.value("to_peer", false))
+      ++direct;
+    else if (l.value("remote", "") == "switch")
+      ++switched;
+    if (n.version.empty()) n.version = l.value("version", "");
+  }
+  if (direct == 0 && switched > 0) n.via = "nvswitch";
+  n.links = direct > 0 ? direct : switched;
+  return n;
 }
 
 void attach_datasheet(Ceiling& c, const std::optional<Datasheet>& d) {

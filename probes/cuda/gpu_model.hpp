@@ -36,6 +36,21 @@ std::optional<Datasheet> device_memory_datasheet(double memory_clock_hz, int bus
 // generation is unknown (NVML absent).
 std::optional<Datasheet> pcie_datasheet(int generation, int lanes);
 
+// One direction of NVLink between two GPUs over `links` links: the per-link rate of the compute
+// capability's NVLink generation (Volta, Ampere, Hopper: 25 GB/s each way; Blackwell: 50). Empty
+// when the generation or the link count is unknown.
+std::optional<Datasheet> nvlink_datasheet(int cc_major, int links);
+
+// How a peer copy between two GPUs travels, named from NVML's facts (gpu::nvml_peer_link):
+// "nvlink" when NVML says P2P over NVLink is OK, with the links it can use (the active NVLinks whose
+// far end is the peer; where they end at NVSwitches, every active link to a switch) and their
+// version; else "pcie", via the PCIe level joining the two; "unknown" without NVML.
+struct PeerLinkName {
+  std::string kind = "unknown", via, version;
+  int links = 0;
+};
+PeerLinkName name_peer_link(const nlohmann::json& facts);
+
 // Sets the datasheet value and basis on a measured ceiling and applies the flags.
 void attach_datasheet(Ceiling& c, const std::optional<Datasheet>& d);
 

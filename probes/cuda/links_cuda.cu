@@ -1,6 +1,8 @@
 // cuda.links: host<->device copies (pinned and pageable, each way and both at once), device-to-
-// device copy, and peer-to-peer copies between GPUs where there are several. Bytes per launch:
-// the buffer size per direction (both directions: twice it; device-to-device: read + written).
+// device copy, and peer-to-peer copies between GPUs where there are several: each way, both at once
+// and the time of an 8-byte copy, the link named from NVML (NVLink direct or through NVSwitches, or
+// PCIe and the level joining the two). Bytes per launch: the buffer size per direction (both
+// directions: twice it; device-to-device: read + written).
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -25,25 +27,32 @@ struct Link {
   double bytes_per_launch;
   gpu::LaunchFn launch;
   bool graph;
+  bool both_ways = false;  // the datasheet of one direction counts twice
 };
 
-void add(const ProbeOptions& options, const Device& device, const Link& l, const std::string& resource,
-         double buffer_bytes, MachineProfile& profile) {
+// The device's own PCIe link, one direction (NVML's generation and width), if known.
+std::optional<Datasheet> device_pcie_datasheet(const Device& device) {
+  const auto& props = device.properties;
+  if (!props.contains("pcie_link_generation") || !props.contains("pcie_link_width")) return std::nullopt;
+  return pcie_datasheet(props["pcie_link_generation"].get<int>(), props["pcie_link_width"].get<int>());
+}
+
+gpu::GpuTiming time_link(const ProbeOptions& options, const Device& device, const Link& l) {
   auto t = timing_options(options, device, false);
   t.use_graph = l.graph;  // pageable copies cannot be captured
+  return gpu::time_launches(l.launch, t);
+}
+
+void add(const ProbeOptions& options, const Device& device, const Link& l, const std::string& resource,
+         nlohmann::json params, std::optional<Datasheet> one_way, MachineProfile& profile) {
   Measurement m{CeilingKind::Link, resource, l.operation, "cudaMemcpyAsync", l.bytes_per_launch, "B/s", {}};
-  m.timing = gpu::time_launches(l.launch, t);
-  Ceiling c = make_ceiling(device, "cuda.links", m, {{"buffer_bytes", buffer_bytes}});
-  std::optional<Datasheet> d;
-  const auto& props = device.properties;
-  if (resource == "pcie" && props.contains("pcie_link_generation") && props.contains("pcie_link_width")) {
-    d = pcie_datasheet(props["pcie_link_generation"].get<int>(), props["pcie_link_width"].get<int>());
-    if (d && std::string(l.operation).rfind("bidirectional", 0) == 0) {
-      d->value *= 2;
-      d->basis += ", both directions";
-    }
+  m.timing = time_link(options, device, l);
+  Ceiling c = make_ceiling(device, "cuda.links", m, std::move(params));
+  if (one_way && l.both_ways) {
+    one_way->value *= 2;
+    one_way->basis += ", both directions";
   }
-  attach_datasheet(c, d);
+  attach_datasheet(c, one_way);
   profile.ceilings.push_back(std::move(c));
 }
 
@@ -78,21 +87,51 @@ void host_links(const ProbeOptions& options, const Device& device, MachineProfil
   std::vector<Link> links = {
       {"h2d_pinned", b, [&](void* s) { copy(d1.get(), h1.ptr, bytes, cudaMemcpyHostToDevice, s); }, true},
       {"d2h_pinned", b, [&](void* s) { copy(h2.ptr, d1.get(), bytes, cudaMemcpyDeviceToHost, s); }, true},
-      {"bidirectional_pinned", 2 * b, both, false},
-      {"h2d_pageable", b, [&](void* s) { copy(d1.get(), p1.get(), bytes, cudaMemcpyHostToDevice, s); }, false},
-      {"d2h_pageable", b, [&](void* s) { copy(p2.get(), d1.get(), bytes, cudaMemcpyDeviceToHost, s); }, false},
+      {"bidirectional_pinned", 2 * b, both, false, true},
+      {"h2d_pageable", b, [&](void* s) { copy(d1.get(), p1.get(), bytes, cudaMemcpyHostToDevice, s); },
+       false},
+      {"d2h_pageable", b, [&](void* s) { copy(p2.get(), d1.get(), bytes, cudaMemcpyDeviceToHost, s); },
+       false},
       {"d2d", 2 * b, [&](void* s) { copy(d2.get(), d1.get(), bytes, cudaMemcpyDeviceToDevice, s); }, true},
   };
-  for (const Link& l : links) add(options, device, l, l.operation == std::string("d2d") ? "device" : "pcie", b, profile);
+  for (const Link& l : links) {
+    const bool d2d = l.operation == std::string("d2d");
+    add(options, device, l, d2d ? "device" : "pcie", {{"buffer_bytes", b}},
+        d2d ? std::nullopt : device_pcie_datasheet(device), profile);
+  }
   cudaEventDestroy(fork);
   cudaEventDestroy(join);
   cudaStreamDestroy(other);
+}
+
+// A peer's link as rafter names it, with NVML's facts, and its datasheet for one direction.
+struct PeerLink {
+  nlohmann::json params;
+  std::optional<Datasheet> one_way;
+};
+
+PeerLink peer_link(const Device& device, int dev, int peer) {
+  const nlohmann::json facts = gpu::nvml_peer_link(dev, peer);
+  const PeerLinkName name = name_peer_link(facts);
+  PeerLink p;
+  p.params = {
+      {"peer", "cuda:" + std::to_string(peer)},
+      {"link", {{"kind", name.kind}, {"via", name.via}, {"version", name.version}, {"links", name.links}}},
+      {"nvml", facts}};
+  if (name.kind == "nvlink") {
+    const std::string cc = device.properties.value("compute_capability", "0");
+    p.one_way = nvlink_datasheet(std::atoi(cc.c_str()), name.links);
+  } else if (name.kind == "pcie") {
+    p.one_way = device_pcie_datasheet(device);
+  }
+  return p;
 }
 
 void peer_links(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
   const int dev = device_index(device);
   const int n = gpu::device_count();
   const std::size_t bytes = options.quick ? (64u << 20) : (256u << 20);
+  constexpr std::size_t kSmall = 8;  // the copy whose time is the link's latency
   for (int peer = 0; peer < n; ++peer) {
     if (peer == dev) continue;
     int can = 0;
@@ -102,17 +141,60 @@ void peer_links(const ProbeOptions& options, const Device& device, MachineProfil
       continue;
     }
     check(cudaSetDevice(peer), "cudaSetDevice");
-    DeviceBuffer remote(bytes);
+    DeviceBuffer remote(bytes), remote_src(bytes);
+    fill_random(remote_src.get(), bytes, 11u);
     check(cudaSetDevice(dev), "cudaSetDevice");
     cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
     if (e != cudaErrorPeerAccessAlreadyEnabled) check(e, "cudaDeviceEnablePeerAccess");
     cudaGetLastError();
-    DeviceBuffer local(bytes);
+    DeviceBuffer local(bytes), local_dst(bytes);
     fill_random(local.get(), bytes, 9u);
-    Link l{"p2p_write", double(bytes), [&](void* s) {
-             check(cudaMemcpyPeerAsync(remote.get(), peer, local.get(), dev, bytes, cudaStream_t(s)), "cudaMemcpyPeerAsync");
-           }, true};
-    add(options, device, l, "p2p_cuda:" + std::to_string(peer), double(bytes), profile);
+    auto to_peer = [&](std::size_t n_bytes, void* s) {
+      check(cudaMemcpyPeerAsync(remote.get(), peer, local.get(), dev, n_bytes, cudaStream_t(s)),
+            "cudaMemcpyPeerAsync");
+    };
+    auto from_peer = [&](void* s) {
+      check(cudaMemcpyPeerAsync(local_dst.get(), dev, remote_src.get(), peer, bytes, cudaStream_t(s)),
+            "cudaMemcpyPeerAsync");
+    };
+    // Both ways at once: the read on a second stream that the first waits for.
+    cudaStream_t other;
+    cudaEvent_t fork, join;
+    check(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
+    auto both = [&](void* s) {
+      check(cudaEventRecord(fork, cudaStream_t(s)), "cudaEventRecord");
+      check(cudaStreamWaitEvent(other, fork), "cudaStreamWaitEvent");
+      to_peer(bytes, s);
+      from_peer(other);
+      check(cudaEventRecord(join, other), "cudaEventRecord");
+      check(cudaStreamWaitEvent(cudaStream_t(s), join), "cudaStreamWaitEvent");
+    };
+    const std::string resource = "p2p_cuda:" + std::to_string(peer);
+    const PeerLink link = peer_link(device, dev, peer);
+    nlohmann::json params = link.params;
+    params["buffer_bytes"] = double(bytes);
+    const double b = double(bytes);
+    for (const Link& l : std::vector<Link>{{"p2p_write", b, [&](void* s) { to_peer(bytes, s); }, true},
+                                           {"p2p_read", b, from_peer, true},
+                                           {"p2p_bidirectional", 2 * b, both, true, true}})
+      add(options, device, l, resource, params, link.one_way, profile);
+    // Latency: 8-byte copies back to back on one stream (each waits for the one before), per copy.
+    const Link small{"p2p_write", double(kSmall), [&](void* s) { to_peer(kSmall, s); }, true};
+    Measurement m{
+        CeilingKind::Link, resource, small.operation, "cudaMemcpyAsync", small.bytes_per_launch, "B/s", {}};
+    m.timing = time_link(options, device, small);
+    nlohmann::json lat_params = link.params;
+    lat_params["bytes"] = double(kSmall);
+    Ceiling c = make_ceiling(device, "cuda.links", m, lat_params);
+    c.kind = CeilingKind::Latency;
+    c.figure = Figure::measured(m.timing.seconds, "s");
+    attach_datasheet(c, std::nullopt);
+    profile.ceilings.push_back(std::move(c));
+    cudaEventDestroy(fork);
+    cudaEventDestroy(join);
+    cudaStreamDestroy(other);
   }
 }
 

@@ -93,6 +93,37 @@ TEST(GpuDatasheet, MemoryAndLinks) {
   EXPECT_NEAR(pcie_datasheet(5, 16)->value, 63.0e9, 0.1e9);  // 32 GT/s x 16 x 128/130 / 8
   EXPECT_NEAR(pcie_datasheet(4, 16)->value, 31.5e9, 0.1e9);
   EXPECT_FALSE(pcie_datasheet(0, 16));
+  EXPECT_NEAR(nvlink_datasheet(9, 18)->value, 450e9, 1e6);  // H100 SXM: 18 links x 25 GB/s each way
+  EXPECT_NEAR(nvlink_datasheet(10, 18)->value, 900e9, 1e6);
+  EXPECT_FALSE(nvlink_datasheet(9, 0));
+  EXPECT_FALSE(nvlink_datasheet(6, 4));
+}
+
+TEST(GpuPeerLink, NamedFromNvmlFacts) {
+  // Two GPUs of an HGX board: every NVLink ends at an NVSwitch.
+  nlohmann::json hgx = {
+      {"nvml", "available"}, {"nvlink_p2p", true}, {"common_ancestor", "system"}, {"nvlinks", {}}};
+  for (int l = 0; l < 18; ++l)
+    hgx["nvlinks"].push_back({{"link", l}, {"version", "4.0"}, {"remote", "switch"}, {"to_peer", false}});
+  PeerLinkName n = name_peer_link(hgx);
+  EXPECT_EQ(n.kind, "nvlink");
+  EXPECT_EQ(n.via, "nvswitch");
+  EXPECT_EQ(n.links, 18);
+  EXPECT_EQ(n.version, "4.0");
+  // A bridge: 4 of 12 active links reach this peer directly, the rest other GPUs.
+  nlohmann::json bridge = {{"nvml", "available"}, {"nvlink_p2p", true}, {"nvlinks", {}}};
+  for (int l = 0; l < 12; ++l)
+    bridge["nvlinks"].push_back({{"link", l}, {"remote", "gpu"}, {"to_peer", l < 4}});
+  n = name_peer_link(bridge);
+  EXPECT_EQ(n.kind, "nvlink");
+  EXPECT_EQ(n.via, "direct");
+  EXPECT_EQ(n.links, 4);
+  // PCIe: no NVLink P2P; the level joining the two is named.
+  n = name_peer_link({{"nvml", "available"}, {"nvlink_p2p", false}, {"common_ancestor", "host_bridge"}});
+  EXPECT_EQ(n.kind, "pcie");
+  EXPECT_EQ(n.via, "host_bridge");
+  EXPECT_EQ(n.links, 0);
+  EXPECT_EQ(name_peer_link({{"nvml", "unavailable (libnvidia-ml.so.1 not found)"}}).kind, "unknown");
 }
 
 TEST(GpuDatasheet, AttachFlagsAboveAndBelow) {

@@ -75,5 +75,8 @@ int device_count();  // 0 when there is no GPU or no driver (never throws)
 // What NVML says of a device, for Device.properties: driver version, ECC mode, PCIe link, maximum
 // clocks, power limit. An object with "nvml": "unavailable (why)" when NVML cannot be opened.
 nlohmann::json nvml_properties(int device);
+// How GPU `device` reaches GPU `peer` as NVML reports it (NVLink P2P status, PCIe common ancestor,
+// each active NVLink's version and far end): see nvml_runtime.hpp's peer_link.
+nlohmann::json nvml_peer_link(int device, int peer);
 
 }  // namespace rafter::gpu
