@@ -140,21 +140,11 @@ nlohmann::json device_properties(const std::string& pci_bus_id) {
 
 namespace {
 
-const char* topology_name(nvmlGpuTopologyLevel_t level) {
-  switch (level) {
-    case NVML_TOPOLOGY_INTERNAL:
-      return "internal";
-    case NVML_TOPOLOGY_SINGLE:
-      return "single_switch";
-    case NVML_TOPOLOGY_MULTIPLE:
-      return "multiple_switches";
-    case NVML_TOPOLOGY_HOSTBRIDGE:
-      return "host_bridge";
-    case NVML_TOPOLOGY_NODE:
-      return "numa_node";
-    default:
-      return "system";
-  }
+const char* topology_name(nvmlGpuTopologyLevel_t level) {  // levels 0, 10, ... 50
+  static const char* names[] = {"internal",    "single_switch", "multiple_switches",
+                                "host_bridge", "numa_node",     "system"};
+  const unsigned i = unsigned(level) / 10;
+  return i < 6 ? names[i] : "system";
 }
 
 std::string nvlink_version_name(unsigned v) {  // nvmlNvlinkVersion_t
@@ -162,17 +152,9 @@ std::string nvlink_version_name(unsigned v) {  // nvmlNvlinkVersion_t
   return v < sizeof names / sizeof names[0] ? names[v] : "nvml " + std::to_string(v);
 }
 
-const char* remote_name(nvmlIntNvLinkDeviceType_t t) {
-  switch (t) {
-    case NVML_NVLINK_DEVICE_TYPE_GPU:
-      return "gpu";
-    case NVML_NVLINK_DEVICE_TYPE_IBMNPU:
-      return "ibmnpu";
-    case NVML_NVLINK_DEVICE_TYPE_SWITCH:
-      return "switch";
-    default:
-      return "unknown";
-  }
+const char* remote_name(nvmlIntNvLinkDeviceType_t t) {  // GPU 0, IBM NPU 1, switch 2, unknown 0xFF
+  static const char* names[] = {"gpu", "ibmnpu", "switch"};
+  return unsigned(t) < 3 ? names[unsigned(t)] : "unknown";
 }
 
 }  // namespace

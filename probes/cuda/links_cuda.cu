@@ -22,6 +22,38 @@ struct PinnedBuffer {
   }
 };
 
+// Two copies at once, as one launch to the timing: `first` on the timed stream, `second` on a stream
+// of its own that forks from it and joins back (the pair can be captured in a graph).
+class BothWays {
+ public:
+  BothWays() {
+    check(cudaStreamCreateWithFlags(&other_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  ~BothWays() {
+    cudaEventDestroy(fork_);
+    cudaEventDestroy(join_);
+    cudaStreamDestroy(other_);
+  }
+  BothWays(const BothWays&) = delete;
+  BothWays& operator=(const BothWays&) = delete;
+  gpu::LaunchFn launch(gpu::LaunchFn first, gpu::LaunchFn second) {
+    return [this, first, second](void* s) {
+      check(cudaEventRecord(fork_, cudaStream_t(s)), "cudaEventRecord");
+      check(cudaStreamWaitEvent(other_, fork_), "cudaStreamWaitEvent");
+      first(s);
+      second(other_);
+      check(cudaEventRecord(join_, other_), "cudaEventRecord");
+      check(cudaStreamWaitEvent(cudaStream_t(s), join_), "cudaStreamWaitEvent");
+    };
+  }
+
+ private:
+  cudaStream_t other_;
+  cudaEvent_t fork_, join_;
+};
+
 struct Link {
   const char* operation;
   double bytes_per_launch;
@@ -70,24 +102,14 @@ void host_links(const ProbeOptions& options, const Device& device, MachineProfil
   auto copy = [](void* dst, const void* src, std::size_t n, cudaMemcpyKind k, void* s) {
     check(cudaMemcpyAsync(dst, src, n, k, cudaStream_t(s)), "cudaMemcpyAsync");
   };
-  // Both directions at once: the reverse copy on a second stream that the first waits for.
-  cudaStream_t other;
-  cudaEvent_t fork, join;
-  check(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreate");
-  check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
-  check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
-  auto both = [&](void* s) {
-    check(cudaEventRecord(fork, cudaStream_t(s)), "cudaEventRecord");
-    check(cudaStreamWaitEvent(other, fork), "cudaStreamWaitEvent");
-    copy(d1.get(), h1.ptr, bytes, cudaMemcpyHostToDevice, s);
-    check(cudaMemcpyAsync(h2.ptr, d2.get(), bytes, cudaMemcpyDeviceToHost, other), "cudaMemcpyAsync");
-    check(cudaEventRecord(join, other), "cudaEventRecord");
-    check(cudaStreamWaitEvent(cudaStream_t(s), join), "cudaStreamWaitEvent");
-  };
+  BothWays both;  // the device-to-host copy reads d2
   std::vector<Link> links = {
       {"h2d_pinned", b, [&](void* s) { copy(d1.get(), h1.ptr, bytes, cudaMemcpyHostToDevice, s); }, true},
       {"d2h_pinned", b, [&](void* s) { copy(h2.ptr, d1.get(), bytes, cudaMemcpyDeviceToHost, s); }, true},
-      {"bidirectional_pinned", 2 * b, both, false, true},
+      {"bidirectional_pinned", 2 * b,
+       both.launch([&](void* s) { copy(d1.get(), h1.ptr, bytes, cudaMemcpyHostToDevice, s); },
+                   [&](void* s) { copy(h2.ptr, d2.get(), bytes, cudaMemcpyDeviceToHost, s); }),
+       false, true},
       {"h2d_pageable", b, [&](void* s) { copy(d1.get(), p1.get(), bytes, cudaMemcpyHostToDevice, s); },
        false},
       {"d2h_pageable", b, [&](void* s) { copy(p2.get(), d1.get(), bytes, cudaMemcpyDeviceToHost, s); },
@@ -99,9 +121,6 @@ void host_links(const ProbeOptions& options, const Device& device, MachineProfil
     add(options, device, l, d2d ? "device" : "pcie", {{"buffer_bytes", b}},
         d2d ? std::nullopt : device_pcie_datasheet(device), profile);
   }
-  cudaEventDestroy(fork);
-  cudaEventDestroy(join);
-  cudaStreamDestroy(other);
 }
 
 // A peer's link as rafter names it, with NVML's facts, and its datasheet for one direction.
@@ -157,28 +176,17 @@ void peer_links(const ProbeOptions& options, const Device& device, MachineProfil
       check(cudaMemcpyPeerAsync(local_dst.get(), dev, remote_src.get(), peer, bytes, cudaStream_t(s)),
             "cudaMemcpyPeerAsync");
     };
-    // Both ways at once: the read on a second stream that the first waits for.
-    cudaStream_t other;
-    cudaEvent_t fork, join;
-    check(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
-    check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
-    auto both = [&](void* s) {
-      check(cudaEventRecord(fork, cudaStream_t(s)), "cudaEventRecord");
-      check(cudaStreamWaitEvent(other, fork), "cudaStreamWaitEvent");
-      to_peer(bytes, s);
-      from_peer(other);
-      check(cudaEventRecord(join, other), "cudaEventRecord");
-      check(cudaStreamWaitEvent(cudaStream_t(s), join), "cudaStreamWaitEvent");
-    };
+    BothWays both;
     const std::string resource = "p2p_cuda:" + std::to_string(peer);
     const PeerLink link = peer_link(device, dev, peer);
     nlohmann::json params = link.params;
     params["buffer_bytes"] = double(bytes);
     const double b = double(bytes);
-    for (const Link& l : std::vector<Link>{{"p2p_write", b, [&](void* s) { to_peer(bytes, s); }, true},
-                                           {"p2p_read", b, from_peer, true},
-                                           {"p2p_bidirectional", 2 * b, both, true, true}})
+    for (const Link& l :
+         std::vector<Link>{{"p2p_write", b, [&](void* s) { to_peer(bytes, s); }, true},
+                           {"p2p_read", b, from_peer, true},
+                           {"p2p_bidirectional", 2 * b,
+                            both.launch([&](void* s) { to_peer(bytes, s); }, from_peer), true, true}})
       add(options, device, l, resource, params, link.one_way, profile);
     // Latency: 8-byte copies back to back on one stream (each waits for the one before), per copy.
     const Link small{"p2p_write", double(kSmall), [&](void* s) { to_peer(kSmall, s); }, true};
@@ -192,9 +200,6 @@ void peer_links(const ProbeOptions& options, const Device& device, MachineProfil
     c.figure = Figure::measured(m.timing.seconds, "s");
     attach_datasheet(c, std::nullopt);
     profile.ceilings.push_back(std::move(c));
-    cudaEventDestroy(fork);
-    cudaEventDestroy(join);
-    cudaStreamDestroy(other);
   }
 }
 
