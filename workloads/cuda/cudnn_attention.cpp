@@ -1,6 +1,9 @@
 // "cuda.cudnn": fused prefill attention (forward, and backward from the forward's softmax
 // statistics) through cuDNN's SDPA, described with the cuDNN frontend's graph API. BF16 in and
 // out, FP32 softmax and accumulation; causal or not; GQA (K/V with fewer heads); head dim 64, 128.
+// FP8 E4M3 forward (sdpa_fp8, Hopper and later, cuDNN 9.1+): Q, K, V and O in E4M3 with their
+// per-tensor descale/scale factors as device scalars, the softmax probabilities scaled by 448 into
+// E4M3 for the PV product, the amax of the probabilities and of O written back.
 // Q/O [b, s, h, d] and K/V [b, s, hkv, d] are handed to cuDNN in place, as [b, h, s, d] views
 // through their strides. A graph is built once per (pass, shape) and cached for the process: a
 // suite asks for the same shapes again and again, and building takes far longer than running.
@@ -24,8 +27,32 @@ namespace {
 namespace fe = cudnn_frontend;
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 
-enum class Pass { Forward, ForwardWithStats, Backward };
-enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+enum class Pass { Forward, ForwardWithStats, Backward, ForwardFp8 };
+enum Uid : std::int64_t {
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  // FP8: device scalars, in this order in one buffer (kFp8Scalars of them)
+  kDescaleQ,
+  kDescaleK,
+  kDescaleV,
+  kDescaleS,
+  kScaleS,
+  kScaleO,
+  kAmaxS,
+  kAmaxO
+};
+constexpr int kFp8Scalars = kAmaxO - kDescaleQ + 1;
+// The FP8 forward's fixed scales: the softmax probabilities (0..1) onto E4M3's range (max 448), and
+// O (|O| <= max |V| <= 1 for the check's and the timing's inputs in [-1, 1]) kept above E4M3's
+// smallest normal (2^-6) down to |O| ~ 2.4e-4.
+constexpr float kFp8ScaleS = 448.0f, kFp8ScaleO = 64.0f;
 
 using GraphKey = std::tuple<Pass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
 
@@ -92,14 +119,42 @@ struct SdpaGraph {
   std::string plan;
 };
 
+TensorPtr fp8_scalar(fe::graph::Graph& g, const char* name, Uid uid) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim({1, 1, 1, 1})
+                      .set_stride({1, 1, 1, 1})
+                      .set_data_type(fe::DataType_t::FLOAT));
+}
+
+void describe_fp8_forward(fe::graph::Graph& g, const Dims& a, const TensorPtr& Q, const TensorPtr& K,
+                          const TensorPtr& V, float scale) {
+  auto opt =
+      fe::graph::SDPA_fp8_attributes().set_name("sdpa_fp8").set_generate_stats(false).set_attn_scale(scale);
+  if (a.causal) opt.set_causal_mask(true);
+  auto [O, stats, amax_s, amax_o] =
+      g.sdpa_fp8(Q, K, V, fp8_scalar(g, "descale_q", kDescaleQ), fp8_scalar(g, "descale_k", kDescaleK),
+                 fp8_scalar(g, "descale_v", kDescaleV), fp8_scalar(g, "descale_s", kDescaleS),
+                 fp8_scalar(g, "scale_s", kScaleS), fp8_scalar(g, "scale_o", kScaleO), opt);
+  as_output(O, kO, a.b, a.s, a.h, a.d);
+  for (const auto& [t, uid] : {std::pair{amax_s, kAmaxS}, std::pair{amax_o, kAmaxO}})
+    t->set_output(true)
+        .set_uid(uid)
+        .set_dim({1, 1, 1, 1})
+        .set_stride({1, 1, 1, 1})
+        .set_data_type(fe::DataType_t::FLOAT);
+}
+
 void describe(fe::graph::Graph& g, Pass pass, const Dims& a) {
-  g.set_io_data_type(fe::DataType_t::BFLOAT16)
+  g.set_io_data_type(pass == Pass::ForwardFp8 ? fe::DataType_t::FP8_E4M3 : fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   auto Q = token_major(g, "Q", kQ, a.b, a.s, a.h, a.d);
   auto K = token_major(g, "K", kK, a.b, a.s, a.hkv, a.d);
   auto V = token_major(g, "V", kV, a.b, a.s, a.hkv, a.d);
   const float scale = 1.0f / std::sqrt(float(a.d));
+  if (pass == Pass::ForwardFp8) return describe_fp8_forward(g, a, Q, K, V, scale);
   if (pass != Pass::Backward) {
     auto opt = fe::graph::SDPA_attributes().set_name("sdpa").set_attn_scale(scale);
     opt.set_generate_stats(pass == Pass::ForwardWithStats);
@@ -173,20 +228,32 @@ void* workspace_of(DeviceProblem& d, const SdpaGraph& g) {
   return d.scratch(DType::I8, std::size_t(std::max<std::int64_t>(g.workspace_bytes, 1))).data();
 }
 
+// BF16, or FP8 E4M3 with its scalars: descales 1 (the inputs are E4M3 as they are), the
+// probabilities' and O's fixed scales, two amax slots.
 StreamFn bind_forward(const OpInstance& in, DeviceProblem& d, nlohmann::json* details) {
   const Dims a = dims_of(in);
+  const bool fp8 = in.precision == "fp8_e4m3";
+  const DType t = fp8 ? DType::E4M3 : DType::BF16;
   const auto sz = [](std::int64_t v) { return std::size_t(v); };
-  auto g = cached_graph(Pass::Forward, a);
-  void* q = d.input(0, DType::BF16, sz(a.b * a.s * a.h * a.d)).data();
-  void* k = d.input(1, DType::BF16, sz(a.b * a.s * a.hkv * a.d)).data();
-  void* v = d.input(2, DType::BF16, sz(a.b * a.s * a.hkv * a.d)).data();
-  void* o = d.output(DType::BF16, sz(a.b * a.s * a.h * a.d), 0).data();
+  auto g = cached_graph(fp8 ? Pass::ForwardFp8 : Pass::Forward, a);
+  void* q = d.input(0, t, sz(a.b * a.s * a.h * a.d)).data();
+  void* k = d.input(1, t, sz(a.b * a.s * a.hkv * a.d)).data();
+  void* v = d.input(2, t, sz(a.b * a.s * a.hkv * a.d)).data();
+  void* o = d.output(t, sz(a.b * a.s * a.h * a.d), 0, fp8 ? 1.0 / kFp8ScaleO : 1.0).data();
   void* ws = workspace_of(d, *g);
-  if (details) *details = graph_details(*g);
-  return [g, q, k, v, o, ws](cudaStream_t s) {
-    std::unordered_map<std::int64_t, void*> pack{{kQ, q}, {kK, k}, {kV, v}, {kO, o}};
-    execute(*g, pack, ws, s);
-  };
+  std::unordered_map<std::int64_t, void*> pack{{kQ, q}, {kK, k}, {kV, v}, {kO, o}};
+  if (fp8) {
+    auto* scalars = static_cast<float*>(d.scratch(DType::F32, kFp8Scalars).data());
+    const float host[kFp8Scalars] = {1, 1, 1, 1 / kFp8ScaleS, kFp8ScaleS, kFp8ScaleO, 0, 0};
+    RAFTER_CUDA_CHECK(cudaMemcpy(scalars, host, sizeof host, cudaMemcpyHostToDevice));
+    for (int i = 0; i < kFp8Scalars; ++i) pack[kDescaleQ + i] = scalars + i;
+  }
+  if (details) {
+    *details = graph_details(*g);
+    if (fp8)
+      (*details)["fp8_scales"] = {{"descale_q_k_v", 1}, {"scale_s", kFp8ScaleS}, {"scale_o", kFp8ScaleO}};
+  }
+  return [g, pack, ws](cudaStream_t s) mutable { execute(*g, pack, ws, s); };
 }
 
 // The backward's inputs O and the softmax statistics come from one untimed forward on the same
@@ -223,7 +290,9 @@ class CudnnAttentionBackend : public CudaBackend {
   int priority() const override { return 20; }  // ahead of the unfused path (cuda.unfused)
   bool supports(const OpInstance& i) const override {
     const auto d = shape_value(i, "head_dim", 0);
-    return (i.op == "attention_prefill" || i.op == "attention_backward") && i.precision == "bf16" &&
+    const bool precision =
+        i.precision == "bf16" || (i.precision == "fp8_e4m3" && i.op == "attention_prefill");  // FP8: forward
+    return (i.op == "attention_prefill" || i.op == "attention_backward") && precision &&
            (d == 64 || d == 128);
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
@@ -239,10 +308,13 @@ class CudnnAttentionBackend : public CudaBackend {
           },
           record);
       record.details["cudnn"] = details;
-      record.details["kernels"] = backward
-                                      ? "cuDNN SDPA backward (BF16, FP32 softmax); O and the softmax "
-                                        "statistics from an untimed cuDNN forward"
-                                      : "cuDNN SDPA forward (BF16, FP32 softmax), inference (no statistics)";
+      record.details["kernels"] =
+          backward ? "cuDNN SDPA backward (BF16, FP32 softmax); O and the softmax statistics from an untimed "
+                     "cuDNN forward"
+          : inst.precision == "fp8_e4m3"
+              ? "cuDNN SDPA FP8 forward (Q, K, V, O in E4M3; FP32 softmax; probabilities in E4M3 for PV), "
+                "inference (no statistics)"
+              : "cuDNN SDPA forward (BF16, FP32 softmax), inference (no statistics)";
     });
   }
 };
