@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Issue 16's NCCL collectives in ONE device call: build rafter (the rafter target), run the NCCL
 # backend's check and timing (rafter profile --op <collective> on every local GPU, single-process
-# launch, --quick) at 1 MiB, 64 MiB and 1 GiB, the comm.nccl probe (--quick), and torch.distributed over NCCL
-# with as many ranks as `nvidia-smi -L` lists GPUs as the peer: bench/collectives_vs_torch.py prints
-# the table (time, algbw, busbw, rafter/torch). Logs and JSON under $OUT (or /tmp/collectives).
+# launch, --quick) at 1 MiB ... 1 GiB (x4; SIZES), the comm.nccl probe (--quick), and
+# torch.distributed over NCCL with as many ranks as `nvidia-smi -L` lists GPUs as the peer:
+# bench/collectives_vs_torch.py prints the table (time, algbw, busbw, rafter/torch, NCCL's choice)
+# and, with 2 GPUs or more, issue 16's targets met or missed. Logs and JSON under $OUT (or
+# /tmp/collectives).
 # On the device machine, from the repository root, carrying .device-debs (bench/device_build.sh):
 #   bash bench/collectives_vs_torch.sh [build-dir]
 # With 2 GPUs or more and mpirun, stage tp runs the Llama-2 7B prefill step with --tp 2 under
@@ -25,7 +27,7 @@ export RAFTER_BUILD_TARGETS="rafter"
 build_or_env -DRAFTER_TESTS=OFF || exit 1
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 echo "GPUs: $gpus"
-sizes="1048576 67108864 1073741824"  # bytes of the full buffer S
+sizes=${SIZES:-"1048576 4194304 16777216 67108864 268435456 1073741824"}  # bytes of the full buffer S, 1 MiB to 1 GiB
 if has profile; then
   for op in all_reduce all_gather reduce_scatter all_to_all send_recv; do
     for dtype in bf16 fp32; do
@@ -45,7 +47,7 @@ if has probe; then
   stamp "probed"
 fi
 if has torch; then
-  timeout 150 python3 bench/collectives_vs_torch.py --gpus "$gpus" --sizes $sizes --rafter-dir "$out" \
+  timeout 240 python3 bench/collectives_vs_torch.py --gpus "$gpus" --sizes $sizes --rafter-dir "$out" \
     --json "$out/torch.json" 2>&1 | tail -60
   stamp "torch"
 fi
