@@ -43,6 +43,8 @@ def rows():
                             "precision": "bf16", "shape": dict(shape)})
                 out.append({"kind": "fwd8", "model": model, "op": "attention_prefill", "phase": "fwd",
                             "precision": "fp8_e4m3", "shape": dict(shape)})
+                out.append({"kind": "bwd8", "model": model, "op": "attention_backward", "phase": "bwd",
+                            "precision": "fp8_e4m3", "shape": dict(shape)})
     for model, (h, hkv, d) in MODELS.items():
         for kv in KV_LENS:
             for b in DECODE_BATCHES:
@@ -61,7 +63,7 @@ def flops(row):
     sh = row["shape"]
     if row["kind"] == "decode":
         return 4.0 * sh["batch"] * sh["heads"] * sh["kv_len"] * sh["head_dim"]
-    per = 10.0 if row["kind"] == "bwd" else 4.0
+    per = 10.0 if row["kind"] in ("bwd", "bwd8") else 4.0
     return per * sh["batch"] * sh["heads"] * pairs(sh) * sh["head_dim"]
 
 
@@ -84,7 +86,7 @@ def torch_rows(rs, results, out_path):
     results.update({"_torch": torch.__version__, "_gpu": torch.cuda.get_device_name(0),
                     "_torch_cudnn": torch.backends.cudnn.version()})
     backends = {"cudnn": [SDPBackend.CUDNN_ATTENTION], "default": None}
-    for row in (r for r in rs if r["kind"] != "fwd8"):  # FP8: against rafter's own BF16 forward
+    for row in (r for r in rs if r["kind"] not in ("fwd8", "bwd8")):  # FP8: against rafter's own BF16 rows
         sh = row["shape"]
         b, h, hkv, d = sh["batch"], sh["heads"], sh["kv_heads"], sh["head_dim"]
         q_len, kv_len = (1, sh["kv_len"]) if row["kind"] == "decode" else (sh["seq"], sh["seq"])
@@ -167,21 +169,25 @@ def table(rs, results, read_bw):
                   f"{td / tr:11.2f}  {chk}")
             if not (tc / tr >= 1.0):
                 fails.append(f"{kind} {row['model']} seq {sh['seq']} causal {sh['causal']}: {tc / tr:.2f}x cuDNN")
-    print("\n== prefill fwd, FP8 E4M3 (cuDNN sdpa_fp8) beside rafter's BF16 forward of the same shape (target >= 1.4x)")
-    print(f"{'model':<5}{'seq':>6}{'causal':>7}{'fp8 us':>10}{'TFLOP/s':>8}{'bf16 us':>10}{'TFLOP/s':>8}{'bf16/fp8':>9}  check")
-    bf16 = {json.dumps(r["shape"], sort_keys=True) + r["model"]: r for r in rs if r["kind"] == "fwd"}
-    for row in (r for r in rs if r["kind"] == "fwd8"):
-        sh = row["shape"]
-        rec8 = results.get(g.row_key(row), {}).get("record") or {}
-        rec16 = results.get(g.row_key(bf16[json.dumps(sh, sort_keys=True) + row["model"]]), {}).get("record") or {}
-        t8 = ((rec8.get("time") or {}).get("value")) or float("nan")
-        t16 = ((rec16.get("time") or {}).get("value")) or float("nan")
-        f = flops(row)
-        chk = "pass" if (rec8.get("check") or {}).get("passed") else f"FAIL {rec8.get('status')} {rec8.get('note', '')[:60]}"
-        print(f"{row['model']:<5}{sh['seq']:>6}{sh['causal']:>7}{t8 * 1e6:10.1f}{f / t8 / 1e12:8.1f}{t16 * 1e6:10.1f}"
-              f"{f / t16 / 1e12:8.1f}{t16 / t8:9.2f}  {chk}")
-        if not (t16 / t8 >= 1.4):
-            fails.append(f"fp8 fwd {row['model']} seq {sh['seq']} causal {sh['causal']}: {t16 / t8:.2f}x BF16")
+    for kind, base, target in (("fwd8", "fwd", 1.4), ("bwd8", "bwd", None)):
+        print(f"\n== prefill {base}, FP8 E4M3 (cuDNN sdpa_fp8) beside rafter's BF16 {base} of the same shape"
+              + (f" (target >= {target}x)" if target else " (no target)"))
+        print(f"{'model':<5}{'seq':>6}{'causal':>7}{'fp8 us':>10}{'TFLOP/s':>8}{'bf16 us':>10}{'TFLOP/s':>8}"
+              f"{'bf16/fp8':>9}  check")
+        bf16 = {json.dumps(r["shape"], sort_keys=True) + r["model"]: r for r in rs if r["kind"] == base}
+        for row in (r for r in rs if r["kind"] == kind):
+            sh = row["shape"]
+            rec8 = results.get(g.row_key(row), {}).get("record") or {}
+            rec16 = results.get(g.row_key(bf16[json.dumps(sh, sort_keys=True) + row["model"]]), {}).get("record") or {}
+            t8 = ((rec8.get("time") or {}).get("value")) or float("nan")
+            t16 = ((rec16.get("time") or {}).get("value")) or float("nan")
+            f = flops(row)
+            chk = ("pass" if (rec8.get("check") or {}).get("passed")
+                   else f"FAIL {rec8.get('status')} {rec8.get('note', '')[:60]}")
+            print(f"{row['model']:<5}{sh['seq']:>6}{sh['causal']:>7}{t8 * 1e6:10.1f}{f / t8 / 1e12:8.1f}"
+                  f"{t16 * 1e6:10.1f}{f / t16 / 1e12:8.1f}{t16 / t8:9.2f}  {chk}")
+            if target and not (t16 / t8 >= target):
+                fails.append(f"fp8 {base} {row['model']} seq {sh['seq']} causal {sh['causal']}: {t16 / t8:.2f}x BF16")
     print("\n== decode, BF16 (one query token per sequence; % of the HBM read ceiling from the compulsory bytes)")
     print(f"{'model':<6}{'batch':>6}{'kv_len':>8}{'MB':>8}{'rafter us':>11}{'%roof':>7}{'torch cuDNN us':>15}{'%roof':>7}"
           f"{'torch default us':>17}{'%roof':>7}  splits  check")

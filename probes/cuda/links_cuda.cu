@@ -23,7 +23,7 @@ struct PinnedBuffer {
 };
 
 // Two copies at once, as one launch to the timing: `first` on the timed stream, `second` on a stream
-// of its own that forks from it and joins back (the pair can be captured in a graph).
+// of its own that forks from it and joins back (timed as stream launches, like the host pair).
 class BothWays {
  public:
   BothWays() {
@@ -186,7 +186,7 @@ void peer_links(const ProbeOptions& options, const Device& device, MachineProfil
          std::vector<Link>{{"p2p_write", b, [&](void* s) { to_peer(bytes, s); }, true},
                            {"p2p_read", b, from_peer, true},
                            {"p2p_bidirectional", 2 * b,
-                            both.launch([&](void* s) { to_peer(bytes, s); }, from_peer), true, true}})
+                            both.launch([&](void* s) { to_peer(bytes, s); }, from_peer), false, true}})
       add(options, device, l, resource, params, link.one_way, profile);
     // Latency: 8-byte copies back to back on one stream (each waits for the one before), per copy.
     const Link small{"p2p_write", double(kSmall), [&](void* s) { to_peer(kSmall, s); }, true};

@@ -1,9 +1,10 @@
 // Fused attention on the GPU: cuDNN SDPA forward and backward ("cuda.cudnn", where cuDNN was
-// found; its FP8 E4M3 forward too) and the split-KV decode kernel ("cuda.splitkv") against the catalogue's
-// FP64 reference on random data with poisoned outputs: causal and not, GQA, head dims 64 and 128, decode
-// chunkings with one and several splits and every heads-per-block path. The unfused path (cuda.unfused) runs
-// the same prefill cases through its backend directly, since the fused one wins the registry's choice. Runs
-// only where a GPU is present; bench/attention_vs_pytorch.sh also runs it under compute-sanitizer.
+// found; its FP8 E4M3 forward and backward too) and the split-KV decode kernel ("cuda.splitkv") against the
+// catalogue's FP64 reference on random data with poisoned outputs: causal and not, GQA, head dims 64 and 128,
+// decode chunkings with one and several splits and every heads-per-block path. The unfused path
+// (cuda.unfused) runs the same prefill cases through its backend directly, since the fused one wins the
+// registry's choice. Runs only where a GPU is present; bench/attention_vs_pytorch.sh also runs it under
+// compute-sanitizer.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -68,6 +69,8 @@ TEST(AttentionCuda, FusedAttentionRunsOnCudnnAndDecodeOnSplitKv) {
 #if RAFTER_HAVE_CUDNN
   EXPECT_EQ(backend_for(instance("attention_prefill", prefill(1, 4096, 64, 8, 128, true), "fp8_e4m3")),
             fused);
+  EXPECT_EQ(backend_for(instance("attention_backward", prefill(1, 4096, 64, 8, 128, true), "fp8_e4m3")),
+            fused);
 #endif
   EXPECT_EQ(backend_for(instance("attention_decode", decode(16, 4096, 64, 8, 128))), "cuda.splitkv");
   EXPECT_EQ(backend_for(instance("attention_decode", decode(16, 4096, 32, 32, 64))), "cuda.splitkv");
@@ -83,11 +86,12 @@ TEST(AttentionCuda, FusedAttentionMatchesTheReference) {
       cases.push_back(instance(op, prefill(2, 48, 4, 2, 64, causal)));
       cases.push_back(instance(op, prefill(1, 40, 2, 2, 128, causal)));
     }
-  // cuDNN's FP8 E4M3 forward: GQA and not, head dims 128 and 64.
-  for (bool causal : {true, false}) {
-    cases.push_back(instance("attention_prefill", prefill(2, 64, 4, 2, 128, causal), "fp8_e4m3"));
-    cases.push_back(instance("attention_prefill", prefill(1, 128, 2, 2, 64, causal), "fp8_e4m3"));
-  }
+  // cuDNN's FP8 E4M3 forward and backward: GQA and not, head dims 128 and 64.
+  for (const char* op : {"attention_prefill", "attention_backward"})
+    for (bool causal : {true, false}) {
+      cases.push_back(instance(op, prefill(2, 64, 4, 2, 128, causal), "fp8_e4m3"));
+      cases.push_back(instance(op, prefill(1, 128, 2, 2, 64, causal), "fp8_e4m3"));
+    }
   // Heads per block 4 and 1 (a group of 3), one split and several (check caps kv_len at 200);
   // groups of 8 on the tensor cores: head dims 128 and 64, a last tile cut short, fewer tokens
   // than one tile, several sequences and KV heads.

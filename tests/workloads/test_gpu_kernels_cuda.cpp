@@ -62,7 +62,8 @@ std::vector<Case> cases() {
   };
 #if RAFTER_HAVE_CUDNN
   c.push_back({"attention_backward", "bwd", "bf16", prefill});  // cuDNN's; no other backend runs it
-  c.push_back({"attention_prefill", "fwd", "fp8_e4m3", prefill});  // cuDNN's FP8 forward
+  c.push_back({"attention_prefill", "fwd", "fp8_e4m3", prefill});  // cuDNN's FP8 forward and backward
+  c.push_back({"attention_backward", "bwd", "fp8_e4m3", prefill});
 #endif
   for (const char* p : {"bf16", "fp16", "tf32", "fp32", "fp64", "int8", "fp8_e4m3", "fp8_e4m3_e5m2", "fp8_e5m2_e4m3"})
     for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
