@@ -33,13 +33,16 @@ Notes& notes() {
 
 std::string str(const char* s) { return s ? s : ""; }
 
+// What makes two calls the same choice (whichever rank made them).
+auto choice_key(const NcclChoice& c) {
+  return std::tie(c.func, c.datatype, c.count, c.algo, c.proto, c.channels, c.warps, c.peer);
+}
+
 void note(NcclChoice c) {
   Notes& n = notes();
   std::lock_guard lock(n.mutex);
   for (NcclChoice& seen : n.order)
-    if (std::tie(seen.func, seen.datatype, seen.count, seen.algo, seen.proto, seen.channels, seen.warps,
-                 seen.peer, seen.rank) ==
-        std::tie(c.func, c.datatype, c.count, c.algo, c.proto, c.channels, c.warps, c.peer, c.rank)) {
+    if (choice_key(seen) == choice_key(c) && seen.rank == c.rank) {
       ++seen.calls;
       return;
     }
@@ -115,12 +118,7 @@ nlohmann::json nccl_choices_json(const std::vector<NcclChoice>& choices) {
   std::vector<const NcclChoice*> firsts;
   for (const NcclChoice& c : choices) {
     std::size_t i = 0;
-    for (; i < firsts.size(); ++i) {
-      NcclChoice a = *firsts[i], b = c;
-      a.rank = b.rank = 0;
-      a.calls = b.calls = 0;
-      if (a == b) break;
-    }
+    while (i < firsts.size() && choice_key(*firsts[i]) != choice_key(c)) ++i;
     if (i == firsts.size()) {
       firsts.push_back(&c);
       nlohmann::json e = {{"func", c.func}, {"datatype", c.datatype}, {"count", c.count}};

@@ -69,17 +69,25 @@ std::optional<Datasheet> device_pcie_datasheet(const Device& device) {
   return pcie_datasheet(props["pcie_link_generation"].get<int>(), props["pcie_link_width"].get<int>());
 }
 
-gpu::GpuTiming time_link(const ProbeOptions& options, const Device& device, const Link& l) {
+// The link's launches timed: a bandwidth (bytes per launch over its time), or with `latency` the
+// time of one launch.
+Ceiling time_link(const ProbeOptions& options, const Device& device, const Link& l,
+                  const std::string& resource, nlohmann::json params, bool latency = false) {
   auto t = timing_options(options, device, false);
   t.use_graph = l.graph;  // pageable copies cannot be captured
-  return gpu::time_launches(l.launch, t);
+  Measurement m{CeilingKind::Link, resource, l.operation, "cudaMemcpyAsync", l.bytes_per_launch, "B/s", {}};
+  m.timing = gpu::time_launches(l.launch, t);
+  Ceiling c = make_ceiling(device, "cuda.links", m, std::move(params));
+  if (latency) {
+    c.kind = CeilingKind::Latency;
+    c.figure = Figure::measured(m.timing.seconds, "s");
+  }
+  return c;
 }
 
 void add(const ProbeOptions& options, const Device& device, const Link& l, const std::string& resource,
          nlohmann::json params, std::optional<Datasheet> one_way, MachineProfile& profile) {
-  Measurement m{CeilingKind::Link, resource, l.operation, "cudaMemcpyAsync", l.bytes_per_launch, "B/s", {}};
-  m.timing = time_link(options, device, l);
-  Ceiling c = make_ceiling(device, "cuda.links", m, std::move(params));
+  Ceiling c = time_link(options, device, l, resource, std::move(params));
   if (one_way && l.both_ways) {
     one_way->value *= 2;
     one_way->basis += ", both directions";
@@ -190,14 +198,9 @@ void peer_links(const ProbeOptions& options, const Device& device, MachineProfil
       add(options, device, l, resource, params, link.one_way, profile);
     // Latency: 8-byte copies back to back on one stream (each waits for the one before), per copy.
     const Link small{"p2p_write", double(kSmall), [&](void* s) { to_peer(kSmall, s); }, true};
-    Measurement m{
-        CeilingKind::Link, resource, small.operation, "cudaMemcpyAsync", small.bytes_per_launch, "B/s", {}};
-    m.timing = time_link(options, device, small);
     nlohmann::json lat_params = link.params;
     lat_params["bytes"] = double(kSmall);
-    Ceiling c = make_ceiling(device, "cuda.links", m, lat_params);
-    c.kind = CeilingKind::Latency;
-    c.figure = Figure::measured(m.timing.seconds, "s");
+    Ceiling c = time_link(options, device, small, resource, std::move(lat_params), true);
     attach_datasheet(c, std::nullopt);
     profile.ceilings.push_back(std::move(c));
   }

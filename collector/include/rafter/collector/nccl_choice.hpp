@@ -23,7 +23,6 @@ struct NcclChoice {
   int peer = -1;  // point-to-point: the remote rank
   int rank = 0;   // the rank that ran it (one process may drive several)
   std::size_t calls = 0;
-  bool operator==(const NcclChoice&) const = default;
 };
 
 // Sets NCCL_PROFILER_PLUGIN=STATIC_PLUGIN unless it is set; call before the process's first
