@@ -13,11 +13,15 @@
 # Stage p2p (2 GPUs or more): cuda.links' peer copies (write, read, both ways, 8-byte latency, the
 # link NVML names) beside torch's device-to-device copy between cuda:0 and cuda:1 (x.copy_ of
 # 256 MiB, CUDA events, median of 20).
-# STAGES (default "build profile probe torch tp p2p") picks a subset.
+# Stage overlap (2 GPUs or more, mpirun): ZeRO-3's per-layer all-gathers and reduce-scatters of the
+# Llama-2 7B training step (seq 4096, --zero 3 --dp 2, one process per GPU), each beside a BF16 GEMM
+# of its layer's linear FLOPs (details.overlap), then the same pairs in torch.distributed +
+# torch.matmul (bench/overlap_vs_torch.py).
+# STAGES (default "build profile probe torch tp p2p overlap") picks a subset.
 set -uo pipefail
 build=${1:-build-dev}
 out=${OUT:-/tmp/collectives}
-stages=${STAGES:-build profile probe torch tp p2p}
+stages=${STAGES:-build profile probe torch tp p2p overlap}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 # shellcheck disable=SC1091
@@ -95,4 +99,12 @@ t = sorted(times[5:])[len(times[5:]) // 2]
 print(f"torch cuda:0 -> cuda:1 copy_ of 256 MiB: {n / t / 1e9:.1f} GB/s (median of 20)")
 PY
   stamp "p2p"
+fi
+if has overlap && [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun -np 2 --bind-to none \
+    "$rafter" profile --device cuda --model llama2-7b --phase train --seq 4096 --zero 3 --dp 2 \
+    --filter '^zero3[.]layer' --quick -o "$out/zero3.json" >"$out/zero3.log" 2>&1
+  echo "zero3 step (mpirun -np 2): exit $?"; tail -8 "$out/zero3.log"
+  timeout 240 python3 bench/overlap_vs_torch.py --gpus 2 "$out/zero3.json" 2>&1 | tail -12
+  stamp "overlap"
 fi

@@ -77,7 +77,8 @@ int NcclGroup::version() {
   return v;
 }
 
-void NcclGroup::run(Collective c, WireType wt, std::size_t S, std::string_view what) {
+void NcclGroup::run(Collective c, WireType wt, std::size_t S, std::string_view what,
+                    const std::function<void()>& after_issue) {
   const ncclDataType_t t = wt == WireType::BF16 ? ncclBfloat16 : ncclFloat32;
   const std::size_t n = std::size_t(size_), shard = S / n, elem = wt == WireType::BF16 ? 2 : 4;
   check_nccl(ncclGroupStart(), "ncclGroupStart");
@@ -107,6 +108,7 @@ void NcclGroup::run(Collective c, WireType wt, std::size_t S, std::string_view w
     }
   }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  if (after_issue) after_issue();
   try {
     Ranks::world().wait(what, [&] {
       for (std::size_t i = 0; i < members_.size(); ++i) {

@@ -26,10 +26,16 @@ struct PinnedBuffer {
 // of its own that forks from it and joins back (timed as stream launches, like the host pair).
 class BothWays {
  public:
-  BothWays() {
-    check(cudaStreamCreateWithFlags(&other_, cudaStreamNonBlocking), "cudaStreamCreate");
+  // `other_device` >= 0: the second copy's stream (and the event it records) on that GPU, so that
+  // each GPU drives the copy that leaves it (a peer pair: both copy engines busy, not one GPU's).
+  explicit BothWays(int other_device = -1) : other_device_(other_device) {
+    int current = 0;
+    check(cudaGetDevice(&current), "cudaGetDevice");
     check(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate");
+    if (other_device >= 0) check(cudaSetDevice(other_device), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&other_, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaSetDevice(current), "cudaSetDevice");
   }
   ~BothWays() {
     cudaEventDestroy(fork_);
@@ -43,13 +49,18 @@ class BothWays {
       check(cudaEventRecord(fork_, cudaStream_t(s)), "cudaEventRecord");
       check(cudaStreamWaitEvent(other_, fork_), "cudaStreamWaitEvent");
       first(s);
+      int current = 0;
+      check(cudaGetDevice(&current), "cudaGetDevice");
+      if (other_device_ >= 0) check(cudaSetDevice(other_device_), "cudaSetDevice");
       second(other_);
       check(cudaEventRecord(join_, other_), "cudaEventRecord");
+      check(cudaSetDevice(current), "cudaSetDevice");
       check(cudaStreamWaitEvent(cudaStream_t(s), join_), "cudaStreamWaitEvent");
     };
   }
 
  private:
+  int other_device_;
   cudaStream_t other_;
   cudaEvent_t fork_, join_;
 };
@@ -167,13 +178,16 @@ void peer_links(const ProbeOptions& options, const Device& device, MachineProfil
       profile.conditions["cuda.links." + device.id + ".p2p_cuda:" + std::to_string(peer)] = "no peer access";
       continue;
     }
-    check(cudaSetDevice(peer), "cudaSetDevice");
+    auto enable = [](int from, int to) {  // `from` may address `to`'s memory
+      check(cudaSetDevice(from), "cudaSetDevice");
+      const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+      if (e != cudaErrorPeerAccessAlreadyEnabled) check(e, "cudaDeviceEnablePeerAccess");
+      cudaGetLastError();
+    };
+    enable(peer, dev);  // the peer pushes into this GPU in the both-ways pair
     DeviceBuffer remote(bytes), remote_src(bytes);
     fill_random(remote_src.get(), bytes, 11u);
-    check(cudaSetDevice(dev), "cudaSetDevice");
-    cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
-    if (e != cudaErrorPeerAccessAlreadyEnabled) check(e, "cudaDeviceEnablePeerAccess");
-    cudaGetLastError();
+    enable(dev, peer);
     DeviceBuffer local(bytes), local_dst(bytes);
     fill_random(local.get(), bytes, 9u);
     auto to_peer = [&](std::size_t n_bytes, void* s) {
@@ -184,17 +198,17 @@ void peer_links(const ProbeOptions& options, const Device& device, MachineProfil
       check(cudaMemcpyPeerAsync(local_dst.get(), dev, remote_src.get(), peer, bytes, cudaStream_t(s)),
             "cudaMemcpyPeerAsync");
     };
-    BothWays both;
+    BothWays both(peer);  // this GPU pushes to the peer while the peer pushes back
     const std::string resource = "p2p_cuda:" + std::to_string(peer);
     const PeerLink link = peer_link(device, dev, peer);
     nlohmann::json params = link.params;
     params["buffer_bytes"] = double(bytes);
     const double b = double(bytes);
-    for (const Link& l :
-         std::vector<Link>{{"p2p_write", b, [&](void* s) { to_peer(bytes, s); }, true},
-                           {"p2p_read", b, from_peer, true},
-                           {"p2p_bidirectional", 2 * b,
-                            both.launch([&](void* s) { to_peer(bytes, s); }, from_peer), false, true}})
+    for (const Link& l : std::vector<Link>{
+             {"p2p_write", b, [&](void* s) { to_peer(bytes, s); }, true},
+             {"p2p_read", b, from_peer, true},
+             {"p2p_bidirectional", 2 * b, both.launch([&](void* s) { to_peer(bytes, s); }, from_peer), false,
+              true}})  // from_peer on the peer's stream
       add(options, device, l, resource, params, link.one_way, profile);
     // Latency: 8-byte copies back to back on one stream (each waits for the one before), per copy.
     const Link small{"p2p_write", double(kSmall), [&](void* s) { to_peer(kSmall, s); }, true};

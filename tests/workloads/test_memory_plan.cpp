@@ -124,3 +124,26 @@ TEST(StepTotals, FlopRateCoversTimedRecordsOnlyAndTheRestIsNamed) {
   EXPECT_NE(table.find("over the timed operators"), std::string::npos) << table;
   EXPECT_NE(table.find("not covered by a timed record: 100.0% of the step's FLOPs"), std::string::npos) << table;
 }
+
+// Collectives whose overlap with the step's GEMMs was measured (cuda.nccl's details.overlap):
+// the table says how much of their time per step stays exposed.
+TEST(StepTotals, MeasuredOverlapIsSummed) {
+  rafter::Run run;
+  run.device.id = "memtest";
+  rafter::OperatorRecord gather =
+      planned_record(instance("all_gather", "bf16", {{"elements", 1024}, {"ranks", 2}}), {});
+  gather.status = RecordStatus::Ok;
+  gather.time = rafter::Figure{};
+  gather.time->value = 2e-3;
+  gather.count = 4;
+  gather.details["overlap"] = {{"collective_s", 2e-3}, {"exposed_collective_s", 0.5e-3}};
+  run.records.push_back(gather);
+  std::string table = run_table(run);
+  EXPECT_NE(table.find("overlap measured on 1 collective(s): 8.000 ms per step alone, 2.000 ms exposed "
+                       "beside the step's GEMMs (75% hidden)"),
+            std::string::npos)
+      << table;
+  run.records[0].details.erase("overlap");
+  table = run_table(run);
+  EXPECT_EQ(table.find("overlap measured"), std::string::npos) << table;
+}

@@ -224,6 +224,19 @@ TEST(OperatorCosts, CollectivesUseBusBandwidthFactors) {
   EXPECT_DOUBLE_EQ(cost_of("all_to_all", {{"elements", 1 << 20}, {"ranks", 8}}, "bf16").link_bytes, S * 2 * (n - 1) / n);
   EXPECT_DOUBLE_EQ(cost_of("send_recv", {{"elements", 1 << 20}, {"ranks", 2}}, "fp32").link_bytes, S * 4);
   EXPECT_TRUE(OperatorRegistry::instance().get("all_reduce").is_collective());
+  // overlap_m/n/k: 0 is "no GEMM beside it" (the default), a negative size is an input error, and
+  // the GEMM beside it changes nothing in the collective's own cost.
+  const auto beside =
+      cost_of("all_gather",
+              {{"elements", 1 << 20}, {"ranks", 8}, {"overlap_m", 64}, {"overlap_n", 128}, {"overlap_k", 32}},
+              "bf16");
+  EXPECT_DOUBLE_EQ(beside.link_bytes, S * 2 * (n - 1) / n);
+  EXPECT_DOUBLE_EQ(beside.compulsory_bytes,
+                   cost_of("all_gather", {{"elements", 1 << 20}, {"ranks", 8}}, "bf16").compulsory_bytes);
+  EXPECT_THROW(cost_of("all_gather", {{"elements", 1 << 20}, {"ranks", 8}, {"overlap_n", -1}}, "bf16"),
+               InputError);
+  EXPECT_THROW(cost_of("all_gather", {{"elements", 0}, {"ranks", 8}}, "bf16"),
+               InputError);  // only overlap_* may be 0
 }
 
 TEST(OperatorCosts, EveryOperatorHasConsistentCosts) {

@@ -123,6 +123,24 @@ TEST(SuiteExpansion, ZeroStagesCommunication) {
   ASSERT_EQ(gather.size(), 1u);
   EXPECT_EQ(gather[0].count, 3);
   EXPECT_EQ(gather[0].shape.at("elements"), std::int64_t(m.layer_parameters()));
+  // Each runs beside a GEMM of the layer's linear FLOPs (2 per parameter and token forward, 4
+  // backward), whose overlap cuda.nccl measures; the catalogue cost is the collective's alone.
+  const auto T = c.batch * c.seq;
+  EXPECT_EQ(gather[0].shape.at("overlap_m"), T);
+  EXPECT_EQ(gather[0].shape.at("overlap_k"), m.hidden);
+  EXPECT_EQ(gather[0].shape.at("overlap_n") % 64, 0);  // n rounded to 64 columns (aligned rows)
+  EXPECT_NEAR(2.0 * T * m.hidden * double(gather[0].shape.at("overlap_n")), 2.0 * T * m.layer_parameters(),
+              2.0 * T * m.hidden * 32);
+  const auto scatter = find(ops, "zero3.layer_grad_reduce_scatter", "bwd");
+  ASSERT_EQ(scatter.size(), 1u);
+  EXPECT_EQ(scatter[0].shape.at("overlap_n"), 2 * gather[0].shape.at("overlap_n"));
+  EXPECT_EQ(find(ops, "zero3.layer_param_all_gather", "bwd")[0].shape.at("overlap_n"),
+            2 * gather[0].shape.at("overlap_n"));
+  EXPECT_EQ(find(ops, "zero3.other_param_all_gather", "fwd")[0].shape.count("overlap_m"), 0u);
+  OpInstance alone = gather[0];
+  for (const char* k : {"overlap_m", "overlap_n", "overlap_k"}) alone.shape.erase(k);
+  EXPECT_EQ(planned_record(gather[0], {}).bytes.size(), planned_record(alone, {}).bytes.size());
+  EXPECT_EQ(planned_record(gather[0], {}).total_flops(), planned_record(alone, {}).total_flops());
   // ZeRO-3 moves 1.5x the link bytes of plain data parallelism (DeepSpeed's 3Ψ vs 2Ψ).
   auto link_bytes = [](const std::vector<OpInstance>& v) {
     double s = 0;

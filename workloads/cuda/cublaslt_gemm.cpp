@@ -1,10 +1,12 @@
 // cuBLASLt GEMM: descriptors, heuristic candidates, the timed choice, the launch.
 #include "cublaslt_gemm.hpp"
-#include "op_timer.hpp"
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+
+#include "op_timer.hpp"
 
 namespace rafter::workloads::cuda {
 namespace {
@@ -85,11 +87,18 @@ bool time_all_candidates(const std::string& ctx_algo) {
   return !(env && std::string(env) == "heuristic");
 }
 
+// One handle per device, made on first use there: a GEMM launched on another GPU through the
+// first device's handle fails (CUBLAS_STATUS_EXECUTION_FAILED, seen with the NCCL backend's overlap
+// GEMMs over two local GPUs).
 cublasLtHandle_t lt_handle() {
-  static std::once_flag once;
-  static cublasLtHandle_t handle = nullptr;
-  std::call_once(once, [] { LT_CHECK(cublasLtCreate(&handle)); });
-  return handle;
+  static std::mutex lock;
+  static std::map<int, cublasLtHandle_t> handles;
+  int device = 0;
+  RAFTER_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> hold(lock);
+  cublasLtHandle_t& h = handles[device];
+  if (!h) LT_CHECK(cublasLtCreate(&h));
+  return h;
 }
 
 LtGemm::LtGemm(const GemmSpec& spec) : spec_(spec), types_(gemm_types(spec)) {

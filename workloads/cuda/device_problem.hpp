@@ -68,6 +68,10 @@ void check_on_device(const OpInstance& inst, const ExecContext& ctx, const BindF
 void check_and_time(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record,
                     const std::function<void()>& after_timing = {});
 
+// A catalogue GEMM (normalized instance) on random data in `d`, cuBLASLt's heuristic first choice,
+// for running beside other work on the current device (the NCCL backend's overlap measurement).
+StreamFn bind_gemm_beside(const OpInstance& gemm, DeviceProblem& d);
+
 // Runs a backend's work for one record: a CUDA or cuBLASLt error (InputError) marks the record
 // Failed with its message, so that the rest of a suite still runs; a missing GPU ends the command.
 template <class Body>

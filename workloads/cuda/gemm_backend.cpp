@@ -260,4 +260,10 @@ class CublasLtGemmBackend : public CudaBackend {
 RAFTER_REGISTER_BACKEND(CublasLtGemmBackend);
 
 }  // namespace
+
+StreamFn bind_gemm_beside(const OpInstance& gemm, DeviceProblem& d) {
+  auto g = std::make_shared<GemmBinding>(bind_gemm(gemm, d, nullptr, false, nullptr));
+  return [g](cudaStream_t s) { g->gemm->launch(s); };
+}
+
 }  // namespace rafter::workloads::cuda

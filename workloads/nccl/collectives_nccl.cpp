@@ -3,12 +3,17 @@
 // (ncclCommInitAll, group calls). FP32 and BF16. Every rank joins first; the check runs on the FP64
 // reference's random data (outputs poisoned), rank 0's result compared and its verdict broadcast;
 // the time is the host wall time from the group's issue to every stream done, the slowest rank's
-// median. Every wait is bounded (--comm-timeout).
+// median. Every wait is bounded (--comm-timeout). With overlap_m/n/k the step's GEMM also runs
+// beside the collective and the overlap is measured (details.overlap, docs/collectives.md).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "../cuda/cuda_util.hpp"
+#include "../cuda/device_problem.hpp"
 #include "rafter/collector/nccl_choice.hpp"
 #include "rafter/collector/nccl_group.hpp"
+#include "rafter/collector/provenance.hpp"
 #include "rafter/workloads/backend.hpp"
 
 namespace rafter::workloads::cuda {
@@ -53,7 +58,9 @@ class NcclCollectives final : public Backend {
       m.out = tensors.emplace_back(alloc_tensor(dt, out)).data();
     }
     nccl_choices_take();  // the check's calls are not the timed ones
-    const RanksTiming tm = time_across_ranks(ranks, ctx.policy, [&] { g.run(c, wt, std::size_t(S), what); }, what);
+    auto run = [&](const std::function<void()>& beside) { g.run(c, wt, std::size_t(S), what, beside); };
+    const RanksTiming tm = time_across_ranks(
+        ranks, ctx.policy, [&] { run({}); }, what);
     record.time = Figure::measured(tm.summary, "s");
     record.status = (!ctx.check || record.check.passed) ? RecordStatus::Ok : RecordStatus::Invalid;
     if (record.status == RecordStatus::Invalid)
@@ -69,9 +76,76 @@ class NcclCollectives final : public Backend {
                        "barrier; max over ranks of each rank's median"},
                       {"slowest_rank", tm.slowest_rank}};
     for (const NcclGroup::Member& m : g.members()) record.details["devices"].push_back(m.device);
+    if (shape_value(inst, "overlap_m", 0) > 0) {
+      record.details["overlap"] = overlap(g, inst, ctx, run, tm.summary.median, what);
+      nccl_choices_take();  // the overlap's calls are not the record's
+    }
   }
 
  private:
+  // The GEMM a step runs beside the collective, on a stream of its own on every member's GPU.
+  struct Beside {
+    Beside(int device, std::uint64_t seed) : device(device), tensors(nullptr, seed) {}
+    ~Beside() {
+      if (stream) cudaStreamDestroy(stream);
+    }
+    int device;
+    DeviceProblem tensors;
+    StreamFn launch;
+    cudaStream_t stream = nullptr;
+  };
+
+  // Compute/communication overlap: the GEMM overlap_m×n×k (BF16, cuBLASLt's heuristic choice)
+  // issued right after the collective, as ZeRO-3 issues the next layer's all-gather before this
+  // layer's forward; the GEMM alone and both together timed as the collective was (every rank
+  // after a barrier, host wall time to every stream done, the slowest rank's median).
+  static nlohmann::json overlap(NcclGroup& g, const OpInstance& inst, const ExecContext& ctx,
+                                const std::function<void(const std::function<void()>&)>& run,
+                                double collective_s, const std::string& what) {
+    OpInstance gemm;
+    gemm.op = "gemm", gemm.phase = "fwd", gemm.precision = "bf16";
+    gemm.shape = {{"m", inst.shape.at("overlap_m")},
+                  {"n", shape_value(inst, "overlap_n", 0)},
+                  {"k", shape_value(inst, "overlap_k", 0)},
+                  {"batch", 1}};
+    gemm = normalize_instance(OperatorRegistry::instance().get("gemm"), gemm);
+    std::vector<std::unique_ptr<Beside>> side;
+    for (const NcclGroup::Member& m : g.members()) {
+      RAFTER_CUDA_CHECK(cudaSetDevice(m.device));
+      Beside& b = *side.emplace_back(std::make_unique<Beside>(m.device, ctx.seed + std::uint64_t(m.rank)));
+      b.launch = bind_gemm_beside(gemm, b.tensors);
+      RAFTER_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+    }
+    auto issue = [&] {
+      for (auto& b : side) RAFTER_CUDA_CHECK(cudaSetDevice(b->device)), b->launch(b->stream);
+    };
+    auto finish = [&] {
+      for (auto& b : side)
+        RAFTER_CUDA_CHECK(cudaSetDevice(b->device)), RAFTER_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+    };
+    Ranks& ranks = Ranks::world();
+    const std::string beside_what = what + " beside a GEMM";
+    const Summary alone = time_across_ranks(
+                              ranks, ctx.policy, [&] { issue(), finish(); }, beside_what)
+                              .summary;
+    const Summary both = time_across_ranks(
+                             ranks, ctx.policy, [&] { run(issue), finish(); }, beside_what)
+                             .summary;
+    const double exposed = std::max(0.0, both.median - alone.median);
+    return {{"gemm", format_shape(gemm.shape) + " bf16"},
+            {"method",
+             "the GEMM on its own stream on every rank's GPU, issued right after the collective; "
+             "collective alone, GEMM alone and both timed alike (slowest rank's median)"},
+            {"collective_s", collective_s},
+            {"gemm_s", to_json(alone)},
+            {"together_s", to_json(both)},
+            {"serialized_s", collective_s + alone.median},
+            {"exposed_collective_s", exposed},
+            {"hidden_fraction", std::clamp(1 - exposed / collective_s, 0.0, 1.0)},
+            {"overlap_efficiency",
+             (collective_s + alone.median - both.median) / std::min(collective_s, alone.median)}};
+  }
+
   // The reference's random data at 64·n elements: member r uploads row r; rank 0's output is
   // compared and the verdict broadcast, so every rank agrees on the status.
   static CheckResult check(NcclGroup& g, std::vector<DeviceTensor>& tensors, const OpInstance& inst,

@@ -5,7 +5,9 @@
 // 2(n−1)/n; all_gather, reduce_scatter, all_to_all (n−1)/n; send_recv 1.
 // FLOPs: the reductions' additions, (n−1)/n·S per rank for all_reduce and reduce_scatter.
 // Memory bytes per rank: its input read once and its output written once.
-// No backend runs them yet; the plan lists them and the FP64 reference defines their result.
+// overlap_m/n/k (0: none) name the BF16 GEMM that the step runs beside the collective (ZeRO-3's
+// prefetched all-gather beside a layer's forward): the cost is the collective's alone; cuda.nccl
+// measures the overlap (details.overlap, docs/collectives.md).
 #include "op_common.hpp"
 
 namespace rafter::workloads {
@@ -16,10 +18,15 @@ enum class Kind { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
 class CollectiveOp : public detail::CatalogueOp {
  public:
   CollectiveOp(std::string name, std::string summary, Kind kind)
-      : CatalogueOp(std::move(name), std::move(summary),
-                    {{"elements", 1 << 24, "elements of the full buffer S"}, {"ranks", 8, "participating ranks n"},
-                     {"inter_node", 0, "crosses the network rather than NVLink", true}},
-                    {"bf16", "fp32", "fp16", "fp8_e4m3"}, {"fwd", "bwd", "step"}),
+      : CatalogueOp(
+            std::move(name), std::move(summary),
+            {{"elements", 1 << 24, "elements of the full buffer S"},
+             {"ranks", 8, "participating ranks n"},
+             {"inter_node", 0, "crosses the network rather than NVLink", true},
+             {"overlap_m", 0, "m of a BF16 GEMM the step runs beside the collective (0: none)", false, true},
+             {"overlap_n", 0, "n of that GEMM", false, true},
+             {"overlap_k", 0, "k of that GEMM", false, true}},
+            {"bf16", "fp32", "fp16", "fp8_e4m3"}, {"fwd", "bwd", "step"}),
         kind_(kind) {}
   bool is_collective() const override { return true; }
 

@@ -68,7 +68,7 @@ void OperatorDef::validate(const OpInstance& inst) const {
       throw InputError(fmt::format("operator '{}' has no shape parameter '{}'", name(), key));
     if (it->flag && value != 0 && value != 1)
       throw InputError(fmt::format("operator '{}': {} must be 0 or 1, got {}", name(), key, value));
-    if (!it->flag && value <= 0)
+    if (!it->flag && (value < 0 || (value == 0 && !it->optional)))
       throw InputError(fmt::format("operator '{}': {} must be positive, got {}", name(), key, value));
     if (value > kMaxShapeValue)
       throw InputError(fmt::format("operator '{}': {} = {} is too large (at most 2^48)", name(), key, value));
@@ -78,7 +78,8 @@ void OperatorDef::validate(const OpInstance& inst) const {
 OpInstance normalize_instance(const OperatorDef& op, OpInstance inst) {
   inst.op = op.name();
   for (const auto& p : op.params())
-    if (!inst.shape.count(p.name)) inst.shape[p.name] = p.default_value;
+    if (!inst.shape.count(p.name) && !p.optional)
+      inst.shape[p.name] = p.default_value;  // optional: absent is 0
   if (inst.phase.empty()) inst.phase = op.phases().front();
   if (inst.precision.empty()) inst.precision = op.precisions().front();
   op.validate(inst);

@@ -9,6 +9,8 @@
 // gradients. Prefill computes logits for the last token of each sequence only.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <string_view>
 
@@ -190,8 +192,14 @@ void optimizer_and_data_parallel(const Ctx& c) {
   if (cfg.dp <= 1) return;
   const std::int64_t inter = double(cfg.tp) * double(cfg.dp) > 8 ? 1 : 0;
   const auto all_params = size_of(P, "parameters");
-  auto coll = [&](const char* op, const char* label, std::string phase, std::int64_t elements, double count) {
-    c.emit(op, label, std::move(phase), {{"elements", elements}, {"ranks", cfg.dp}, {"inter_node", inter}}, "bf16", count);
+  // beside_n > 0: the collective runs beside the layer's linears, as one BF16 GEMM of the same
+  // FLOPs (m = tokens, k = hidden, n = beside_n), whose overlap cuda.nccl measures.
+  auto coll = [&](const char* op, const char* label, std::string phase, std::int64_t elements, double count,
+                  std::int64_t beside_n = 0) {
+    Shape shape{{"elements", elements}, {"ranks", cfg.dp}, {"inter_node", inter}};
+    if (beside_n > 0)
+      shape.insert({{"overlap_m", c.tokens}, {"overlap_n", beside_n}, {"overlap_k", c.m.hidden}});
+    c.emit(op, label, std::move(phase), std::move(shape), "bf16", count);
   };
   if (cfg.zero == 0) {
     coll("all_reduce", "dp.grad_all_reduce", "step", all_params, 1);
@@ -201,9 +209,13 @@ void optimizer_and_data_parallel(const Ctx& c) {
   } else {
     const auto layer = size_of(c.m.layer_parameters() / double(cfg.tp), "layer parameters");
     const auto rest = size_of(double(all_params) - double(layer) * double(c.m.layers), "parameters outside the layers");
-    coll("all_gather", "zero3.layer_param_all_gather", "fwd", layer, double(c.m.layers));
-    coll("all_gather", "zero3.layer_param_all_gather", "bwd", layer, double(c.m.layers));
-    coll("reduce_scatter", "zero3.layer_grad_reduce_scatter", "bwd", layer, double(c.m.layers));
+    // ZeRO-3 prefetches: the next layer's all-gather runs beside this layer's forward (2 FLOPs a
+    // parameter a token), the backward's all-gather and reduce-scatter beside a layer's backward (4).
+    const auto fwd_n =
+        64 * std::max<std::int64_t>(1, std::llround(double(layer) / double(c.m.hidden) / 64));  // aligned
+    coll("all_gather", "zero3.layer_param_all_gather", "fwd", layer, double(c.m.layers), fwd_n);
+    coll("all_gather", "zero3.layer_param_all_gather", "bwd", layer, double(c.m.layers), 2 * fwd_n);
+    coll("reduce_scatter", "zero3.layer_grad_reduce_scatter", "bwd", layer, double(c.m.layers), 2 * fwd_n);
     coll("all_gather", "zero3.other_param_all_gather", "fwd", rest, 2);
     coll("reduce_scatter", "zero3.other_grad_reduce_scatter", "bwd", rest, 1);
   }

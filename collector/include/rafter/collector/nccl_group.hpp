@@ -7,6 +7,7 @@
 // (RAFTER_HAVE_NCCL in CMake).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -33,8 +34,10 @@ class NcclGroup {
   bool mpi() const { return mpi_; }  // one process per GPU
   std::vector<Member>& members() { return members_; }
   // One collective on every member's buffers (the same conventions as run_collective; broadcast
-  // from rank 0's `in`), then a bounded wait for every member's stream.
-  void run(Collective c, WireType t, std::size_t count, std::string_view what);
+  // from rank 0's `in`), then a bounded wait for every member's stream. `after_issue` runs once the
+  // collective is issued, before the wait: work the caller puts beside it on its own streams.
+  void run(Collective c, WireType t, std::size_t count, std::string_view what,
+           const std::function<void()>& after_issue = {});
   static int version();  // ncclGetVersion
 
  private:

@@ -30,7 +30,8 @@ struct ParamSpec {
   std::string name;
   std::int64_t default_value = 0;
   std::string help;
-  bool flag = false;  // 0/1 switch (causal, rht, ...); other parameters must be positive
+  bool flag = false;      // 0/1 switch (causal, rht, ...); other parameters must be positive
+  bool optional = false;  // 0 means "none" (a collective's overlap_m/n/k), else positive
 };
 
 // Analytic cost of one call.
