@@ -86,10 +86,34 @@ int level_rank(const DeviceRoofs& roofs, const std::string& level) {
   return static_cast<int>(roofs.memory.size());
 }
 
+// A collective's link bytes on the roofs measured for that collective, rank count and type: its
+// bus bandwidth and, as a floor, its smallest size's time (the comm probes' latency).
+bool add_collective_bounds(const OperatorRecord& r, const LevelBytes& lb, Placement& p,
+                           const DeviceRoofs& roofs) {
+  const bool link_level =
+      lb.level == "nvlink" || lb.level == "network" || lb.level == "pcie";  // Cost::link's names
+  if (!collective_from_name(r.op) || !link_level) return false;
+  const auto ranks = r.shape.find("ranks");
+  const CollectiveRoof* c =
+      ranks == r.shape.end() ? nullptr : roofs.collective_for(r.op, int(ranks->second), r.precision);
+  if (!c || !(c->bus_bytes_per_second > 0)) return false;
+  const std::string name = c->resource + " " + c->operation;
+  p.bounds.push_back({ResourceKind::Link, name, lb.bytes, lb.source, c->bus_bytes_per_second,
+                      lb.bytes / c->bus_bytes_per_second});
+  if (c->latency_seconds)
+    p.bounds.push_back({ResourceKind::Link, name + " latency", 1, Source::Measured, 1 / *c->latency_seconds,
+                        *c->latency_seconds});
+  if (c->type != r.precision)
+    p.remarks.push_back(
+        fmt::format("judged on {}'s {} roofs (no {} ones measured)", name, c->type, r.precision));
+  return true;
+}
+
 void add_traffic_bounds(const OperatorRecord& r, Placement& p, const DeviceRoofs& roofs) {
   const ComputeRoof* peak = roofs.compute_for(p.judged_as);
   for (const auto& lb : r.bytes) {
     if (!(lb.bytes > 0)) continue;
+    if (add_collective_bounds(r, lb, p, roofs)) continue;
     if (const BandwidthRoof* link = roofs.link_for(lb.level)) {
       p.bounds.push_back({ResourceKind::Link, lb.level, lb.bytes, lb.source, link->bytes_per_second,
                           lb.bytes / link->bytes_per_second});

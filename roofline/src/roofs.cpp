@@ -5,6 +5,7 @@
 #include <set>
 
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/ranks.hpp"
 
 namespace rafter::roofline {
 
@@ -75,6 +76,17 @@ const BandwidthRoof* DeviceRoofs::link_for(std::string_view link) const {
   return nullptr;
 }
 
+const CollectiveRoof* DeviceRoofs::collective_for(std::string_view operation, int ranks,
+                                                  std::string_view type) const {
+  const CollectiveRoof* any = nullptr;
+  for (const auto& c : collectives) {
+    if (c.operation != operation || c.ranks != ranks) continue;
+    if (c.type == type) return &c;
+    if (!any) any = &c;
+  }
+  return any;
+}
+
 double DeviceRoofs::top_compute_flops_per_second() const {
   double top = 0;
   for (const auto& c : compute) top = std::max(top, c.flops_per_second);
@@ -88,6 +100,30 @@ double DeviceRoofs::top_memory_bytes_per_second() const {
 }
 
 namespace {
+
+// The comm probes' ceilings of `device`: a link (bus bandwidth) or latency ceiling named after a
+// collective, with params.ranks. Several runs of one probe: the best of each.
+void add_collective_roofs(const MachineProfile& profile, const std::string& device,
+                          std::vector<CollectiveRoof>& out) {
+  for (const auto& c : profile.ceilings) {
+    if (c.device != device || (c.kind != CeilingKind::Link && c.kind != CeilingKind::Latency) ||
+        !collective_from_name(c.operation) || !c.params.contains("ranks") || !(c.figure.value > 0))
+      continue;
+    const int ranks = c.params["ranks"].get<int>();
+    auto it = std::find_if(out.begin(), out.end(), [&](const CollectiveRoof& r) {
+      return r.resource == c.resource && r.operation == c.operation && r.type == c.isa && r.ranks == ranks;
+    });
+    if (it == out.end())
+      it = out.insert(out.end(), CollectiveRoof{c.resource, c.operation, c.isa, ranks, 0, {}, c.id()});
+    if (c.kind == CeilingKind::Link && c.figure.value > it->bus_bytes_per_second) {
+      it->bus_bytes_per_second = c.figure.value;
+      it->ceiling_id = c.id();
+    } else if (c.kind == CeilingKind::Latency &&
+               (!it->latency_seconds || c.figure.value < *it->latency_seconds)) {
+      it->latency_seconds = c.figure.value;
+    }
+  }
+}
 
 const Device* pick_device(const MachineProfile& profile, std::string_view device_id) {
   if (const Device* d = profile.find_device(device_id)) return d;
@@ -185,6 +221,7 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id,
   order_memory(roofs.memory, *device);
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Link))
     if (const Ceiling* c = profile.best(device->id, CeilingKind::Link, r)) roofs.links.push_back(bandwidth_roof(*c));
+  add_collective_roofs(profile, device->id, roofs.collectives);
   for (const auto& c : profile.ceilings)
     if (c.device == device->id && c.kind == CeilingKind::Latency &&
         (c.resource == "launch" || c.operation == "launch") && c.figure.value > 0) {

@@ -136,6 +136,47 @@ TEST(Placement, LinkBoundCollective) {
   EXPECT_TRUE(p.levels.empty());  // a link is not a memory level of the roofline chart
 }
 
+// A comm probe's ceilings (resource "mpi:2", operation the collective, isa the type, params.ranks)
+// judge a collective of that rank count: its link bytes on the bus bandwidth, its time at least
+// the smallest size's latency; another rank count falls back to the plain link roof.
+TEST(Placement, CollectiveOnItsOwnMeasuredRoofs) {
+  MachineProfile m = small_machine();
+  auto comm = [&](CeilingKind kind, const char* op, const char* type, double value) {
+    Ceiling c = test::make_ceiling(kind, "cpu", "mpi:2", value);
+    c.operation = op, c.isa = type, c.params["ranks"] = 2;
+    m.ceilings.push_back(c);
+  };
+  comm(CeilingKind::Link, "all_gather", "bf16", 40e9);
+  comm(CeilingKind::Link, "all_gather", "bf16", 50e9);  // a second probe run: the best counts
+  comm(CeilingKind::Latency, "all_gather", "bf16", 30e-6);
+  comm(CeilingKind::Link, "all_reduce", "fp32", 20e9);
+  auto gather = [](double bytes, double seconds, std::int64_t ranks, const char* op = "all_gather") {
+    OperatorRecord r = make_record("zero3", "bf16", 0, 0, 0, seconds);
+    r.op = op;
+    r.flops.clear();
+    r.bytes = {{"nvlink", bytes, Source::Analytic}, {"DRAM", 1e3, Source::Analytic}};
+    r.shape = {{"elements", 1024}, {"ranks", ranks}};
+    return r;
+  };
+  // 1 GB of bus bytes at 50 GB/s: 20 ms; measured 25 ms.
+  auto rp = place_run(make_run({gather(1e9, 0.025, 2), gather(1e3, 40e-6, 2), gather(1e9, 0.4, 4),
+                                gather(1e9, 0.1, 2, "all_reduce")}),
+                      m);
+  EXPECT_EQ(rp.records[0].binding_name(), "mpi:2 all_gather");
+  EXPECT_DOUBLE_EQ(rp.records[0].bound_seconds, 0.02);
+  EXPECT_DOUBLE_EQ(rp.records[0].efficiency, 0.8);
+  EXPECT_EQ(rp.records[1].binding_name(), "mpi:2 all_gather latency");  // 1 kB: the latency floor
+  EXPECT_DOUBLE_EQ(rp.records[1].bound_seconds, 30e-6);
+  EXPECT_EQ(rp.records[2].binding_name(), "nvlink");  // 4 ranks: nothing measured, the link roof
+  EXPECT_DOUBLE_EQ(rp.records[2].bound_seconds, 0.2);
+  EXPECT_EQ(rp.records[3].binding_name(), "mpi:2 all_reduce");  // only fp32 measured: judged on it, said so
+  EXPECT_DOUBLE_EQ(rp.records[3].bound_seconds, 0.05);
+  bool said = false;
+  for (const auto& remark : rp.records[3].remarks)
+    said = said || remark.find("fp32 roofs (no bf16") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(Placement, MissingRoofIsARemarkNotABound) {
   OperatorRecord r = make_record("int8_gemm", "int8", 1e9, 0, 2e8, 0.05);
   r.bytes = {{"DRAM", 2e8, Source::Analytic}, {"L3", 3e8, Source::Analytic}};

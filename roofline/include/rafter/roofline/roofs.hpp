@@ -54,6 +54,19 @@ struct BandwidthRoof {
 // store/nt_store/write 1; nullopt for others.
 std::optional<double> write_fraction_of(std::string_view operation);
 
+// A collective's own roofs from a comm probe (comm.nccl, comm.mpi): the bus bandwidth at its
+// sweep's largest size and the time at its smallest, per collective, rank count and type. A
+// collective record's link bytes (bus bytes, DESIGN.md's factors) are judged on these.
+struct CollectiveRoof {
+  std::string resource;   // the probe's link and rank count: "nccl:2", "mpi:4"
+  std::string operation;  // "all_reduce", "all_gather", ...
+  std::string type;       // the ceiling's isa: "bf16", "fp32"
+  int ranks = 0;
+  double bus_bytes_per_second = 0;  // 0 where only the latency was measured (one rank)
+  std::optional<double> latency_seconds;
+  std::string ceiling_id;  // the bandwidth ceiling's (else the latency one's)
+};
+
 struct DeviceRoofs {
   std::string device_id;    // as named in the profile
   std::string device_kind;  // "cpu", "cuda"
@@ -62,6 +75,7 @@ struct DeviceRoofs {
   std::vector<ComputeRoof> compute;   // highest first
   std::vector<BandwidthRoof> memory;  // innermost level first
   std::vector<BandwidthRoof> links;
+  std::vector<CollectiveRoof> collectives;
   // "burst", "sustained", or "sustained where measured" (some precisions held, others burst only).
   std::string compute_regime = "burst";
   // The launch floor: the `launch` latency ceiling timed as operators are (operation "operator";
@@ -74,6 +88,9 @@ struct DeviceRoofs {
   const ComputeRoof* compute_for(std::string_view precision) const;
   const BandwidthRoof* memory_for(std::string_view level) const;
   const BandwidthRoof* link_for(std::string_view link) const;
+  // The roofs measured for this collective and rank count, of this type where measured, else of
+  // another type (bus bandwidth in bytes does not depend on it much); nullptr when none.
+  const CollectiveRoof* collective_for(std::string_view operation, int ranks, std::string_view type) const;
   double top_compute_flops_per_second() const;  // 0 when there is no compute roof
   double top_memory_bytes_per_second() const;
 };
