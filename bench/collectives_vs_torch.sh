@@ -17,11 +17,14 @@
 # Llama-2 7B training step (seq 4096, --zero 3 --dp 2, one process per GPU), each beside a BF16 GEMM
 # of its layer's linear FLOPs (details.overlap), then the same pairs in torch.distributed +
 # torch.matmul (bench/overlap_vs_torch.py).
-# STAGES (default "build profile probe torch tp p2p overlap") picks a subset.
+# Stage report (after tp): the GPU's ceilings (cuda.bandwidth, tensor, fma, shared, launch; --quick)
+# and comm.nccl's full sweep into one machine.json, then `rafter report` of the TP=2 step against it:
+# the all-reduces on nccl:2 all_reduce's measured busbw and latency, the rest on the GPU's roofs.
+# STAGES (default "build profile probe torch tp p2p overlap report") picks a subset.
 set -uo pipefail
 build=${1:-build-dev}
 out=${OUT:-/tmp/collectives}
-stages=${STAGES:-build profile probe torch tp p2p overlap}
+stages=${STAGES:-build profile probe torch tp p2p overlap report}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 # shellcheck disable=SC1091
@@ -107,4 +110,18 @@ if has overlap && [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
   echo "zero3 step (mpirun -np 2): exit $?"; tail -8 "$out/zero3.log"
   timeout 240 python3 bench/overlap_vs_torch.py --gpus 2 "$out/zero3.json" 2>&1 | tail -12
   stamp "overlap"
+fi
+if has report && [ -f "$out/tp2.json" ]; then
+  timeout 240 "$rafter" probe --device cuda:0 --quick --filter '^cuda[.](bandwidth|tensor|fma|shared|launch)$' \
+    -o "$out/machine-gpu.json" >"$out/probe-gpu.log" 2>&1; echo "GPU probes: exit $?"
+  timeout 120 "$rafter" probe --device cuda --filter '^comm[.]nccl$' -o "$out/machine-comm.json" \
+    >"$out/probe-comm.log" 2>&1; echo "comm.nccl (full sweep): exit $?"
+  python3 - "$out/machine-gpu.json" "$out/machine-comm.json" "$out/machine-step.json" <<'PY'
+import json, sys
+gpu, comm = (json.load(open(p)) for p in sys.argv[1:3])
+gpu["ceilings"] += [c for c in comm["ceilings"] if c["device"] == "cuda:0"]
+json.dump(gpu, open(sys.argv[3], "w"), indent=1)
+PY
+  "$rafter" report -m "$out/machine-step.json" "$out/tp2.json" 2>&1 | grep -v "^note: .*no bandwidth roof" | head -40
+  stamp "report"
 fi
