@@ -133,10 +133,8 @@ std::vector<std::int64_t> stats_stride(const Dims& a) { return {a.h * a.s, a.s, 
 
 struct SdpaGraph {
   std::shared_ptr<fe::graph::Graph> graph;
-  std::int64_t workspace_bytes = 0;  // the largest plan's: autotune runs every plan
-  std::string plan;                  // the plan it runs: heuristics' first, then autotune's fastest
-  std::int64_t plans = 0;            // plans built (heuristics A and fallback)
-  bool tuned = false;
+  std::int64_t workspace_bytes = 0;
+  std::string plan;
 };
 
 TensorPtr fp8_scalar(fe::graph::Graph& g, const char* name, Uid uid) {
@@ -245,30 +243,12 @@ std::shared_ptr<SdpaGraph> build(Pass pass, const Dims& a) {
   describe(g, pass, a);
   check_fe(g.validate(), "validate");
   check_fe(g.build_operation_graph(handle()), "build_operation_graph");
-  check_fe(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
+  check_fe(g.create_execution_plans({fe::HeurMode_t::A}), "create_execution_plans");
   check_fe(g.check_support(handle()), "check_support");
-  check_fe(g.build_plans(fe::BuildPlanPolicy_t::ALL), "build_plans");
-  made->plans = g.get_execution_plan_count();
-  for (std::int64_t i = 0; i < made->plans; ++i) {
-    std::int64_t bytes = 0;
-    if (g.get_workspace_size_plan_at_index(i, bytes).is_good())
-      made->workspace_bytes = std::max(made->workspace_bytes, bytes);
-  }
+  check_fe(g.build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
+  check_fe(g.get_workspace_size(made->workspace_bytes), "get_workspace_size");
   check_fe(g.get_plan_name(made->plan), "get_plan_name");
   return made;
-}
-
-// Once per cached graph, on the full-size data about to be timed: the frontend's autotune runs
-// every built plan and keeps the fastest (a few runs each, CUDA events), as cuBLASLt's candidates
-// are timed for GEMMs.
-void tune(SdpaGraph& g, std::unordered_map<std::int64_t, void*>& pack, void* workspace) {
-  if (g.tuned || g.plans < 2) return;
-  const cudnnStatus_t st = cudnnSetStream(handle(), nullptr);
-  if (st != CUDNN_STATUS_SUCCESS)
-    throw InputError(fmt::format("cudnnSetStream: {}", cudnnGetErrorString(st)));
-  check_fe(g.graph->autotune(handle(), pack, workspace), "autotune");
-  check_fe(g.graph->get_plan_name(g.plan), "get_plan_name");
-  g.tuned = true;
 }
 
 std::shared_ptr<SdpaGraph> cached_graph(Pass pass, const Dims& a) {
@@ -289,12 +269,8 @@ void execute(const SdpaGraph& g, std::unordered_map<std::int64_t, void*>& pack, 
 
 nlohmann::json graph_details(const SdpaGraph& g) {
   return {{"plan", g.plan},
-          {"plans", g.plans},
           {"workspace_bytes", g.workspace_bytes},
-          {"heuristics",
-           g.tuned ? "cuDNN heuristics A and fallback, every plan built, the fastest on the full-size "
-                     "data by the frontend's autotune"
-                   : "cuDNN heuristics A and fallback, the first supported plan (one plan, or not tuned)"},
+          {"heuristics", "cuDNN heuristics mode A, first supported plan"},
           {"cudnn_version", cudnnGetVersion()},
           {"cudnn_frontend_version", CUDNN_FRONTEND_VERSION}};
 }
@@ -362,7 +338,6 @@ StreamFn bind_forward(const OpInstance& in, DeviceProblem& d, nlohmann::json* de
   std::unordered_map<std::int64_t, void*> pack{{kQ, q}, {kK, k}, {kV, v}, {kO, o}};
   if (fp8) Fp8Scalars(d).add_to(pack, Pass::ForwardFp8);
   if (details) {
-    tune(*g, pack, ws);
     *details = graph_details(*g);
     if (fp8)
       (*details)["fp8_scales"] = {{"descale_q_k_v", 1}, {"scale_s", kFp8ScaleS}, {"scale_o", kFp8ScaleO}};
@@ -429,8 +404,6 @@ StreamFn bind_backward(const OpInstance& in, DeviceProblem& d, nlohmann::json* d
   pack[kDK] = d.output(t, nkv, 1, out_scale(kScaleDK)).data();
   pack[kDV] = d.output(t, nkv, 2, out_scale(kScaleDV)).data();
   if (details) {
-    tune(*bwd, pack, ws);
-    RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
     *details = {{"backward", graph_details(*bwd)}, {"forward_for_stats", graph_details(*fwd)}};
     if (fp8) (*details)["fp8_scales"] = scales;
   }
