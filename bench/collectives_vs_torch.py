@@ -33,6 +33,25 @@ def one(op, x, out, n, r):
                 w.wait()
 
 
+def timed_across_ranks(body, repeats):
+    """rafter's method: 3 warm-up calls, then each call after a barrier, host wall time to the
+    stream done; the median, the max over ranks."""
+    for _ in range(3):
+        body()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(repeats):
+        dist.barrier()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        body()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    med = torch.tensor([statistics.median(ts)], device="cuda", dtype=torch.float64)
+    dist.all_reduce(med, op=dist.ReduceOp.MAX)
+    return med.item()
+
+
 def worker(r, n, args, q):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517")
     torch.cuda.set_device(r)
@@ -44,20 +63,8 @@ def worker(r, n, args, q):
                 e = b // (2 if dt == "bf16" else 4)
                 x = torch.randn(e, device="cuda", dtype=torch.float32).to(DTYPES[dt])
                 out = torch.empty_like(x)
-                for _ in range(3):
-                    one(op, x, out, n, r)
-                torch.cuda.synchronize()
-                ts = []
-                for _ in range(args.repeats):
-                    dist.barrier()
-                    torch.cuda.synchronize()
-                    t0 = time.perf_counter()
-                    one(op, x, out, n, r)
-                    torch.cuda.synchronize()
-                    ts.append(time.perf_counter() - t0)
-                med = torch.tensor([statistics.median(ts)], device="cuda", dtype=torch.float64)
-                dist.all_reduce(med, op=dist.ReduceOp.MAX)
-                rows.append({"op": op, "dtype": dt, "bytes": b, "torch_s": med.item()})
+                t = timed_across_ranks(lambda: one(op, x, out, n, r), args.repeats)
+                rows.append({"op": op, "dtype": dt, "bytes": b, "torch_s": t})
     if r == 0:
         q.put(rows)
     dist.destroy_process_group()

@@ -6,11 +6,13 @@ many ranks) with async_op=True and then torch.matmul of the same BF16 GEMM on th
 timed as rafter times them (each call after a barrier, host wall time to both done, median, the
 max over ranks): collective alone, GEMM alone, both. Prints rafter's and torch's columns: time
 alone, together, exposed collective time (together - GEMM alone) and the hidden fraction."""
-import argparse, json, os, statistics, time
+import argparse, json, os
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+from collectives_vs_torch import timed_across_ranks  # bench/ is the script's own folder
 
 
 def cases(paths):
@@ -42,31 +44,14 @@ def worker(rank, n, args, todo, q):
                 return dist.all_gather_into_tensor(out, x[rank * (S // n):(rank + 1) * (S // n)], async_op=True)
             return dist.reduce_scatter_tensor(out, x, async_op=True)
 
-        def timed(body):
-            for _ in range(3):
-                body()
-            torch.cuda.synchronize()
-            ts = []
-            for _ in range(args.repeats):
-                dist.barrier()
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                body()
-                torch.cuda.synchronize()
-                ts.append(time.perf_counter() - t0)
-            med = torch.tensor([statistics.median(ts)], device="cuda", dtype=torch.float64)
-            dist.all_reduce(med, op=dist.ReduceOp.MAX)
-            return med.item()
-
         def both():
             w = coll()
             torch.matmul(a, b, out=y)
             w.wait()
 
-        rows.append({"coll": timed(lambda: coll().wait()), "gemm": timed(lambda: torch.matmul(a, b, out=y)),
-                     "both": timed(both)})
-        del x, out, a, b, y
-        torch.cuda.empty_cache()
+        rows.append({"coll": timed_across_ranks(lambda: coll().wait(), args.repeats),
+                     "gemm": timed_across_ranks(lambda: torch.matmul(a, b, out=y), args.repeats),
+                     "both": timed_across_ranks(both, args.repeats)})
     if rank == 0:
         q.put(rows)
     dist.destroy_process_group()
