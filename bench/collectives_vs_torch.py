@@ -4,7 +4,7 @@ one process per GPU (torch.multiprocessing), timed as rafter times them (host wa
 call to the stream done, each call after a barrier, median; the max over ranks). Prints one row per
 collective, type and size: rafter's and torch's time, algbw S/t, busbw (nccl-tests factors; 0 with
 one GPU, then compare algbw) and the ratio torch/rafter (> 1: rafter is faster)."""
-import argparse, glob, json, os, statistics, time
+import argparse, json, os, statistics, time
 
 import torch
 import torch.distributed as dist
