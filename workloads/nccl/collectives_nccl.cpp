@@ -117,20 +117,29 @@ class NcclCollectives final : public Backend {
       RAFTER_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
     }
     auto issue = [&] {
-      for (auto& b : side) RAFTER_CUDA_CHECK(cudaSetDevice(b->device)), b->launch(b->stream);
+      for (auto& b : side) {
+        RAFTER_CUDA_CHECK(cudaSetDevice(b->device));
+        b->launch(b->stream);
+      }
     };
     auto finish = [&] {
-      for (auto& b : side)
-        RAFTER_CUDA_CHECK(cudaSetDevice(b->device)), RAFTER_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+      for (auto& b : side) {
+        RAFTER_CUDA_CHECK(cudaSetDevice(b->device));
+        RAFTER_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+      }
     };
     Ranks& ranks = Ranks::world();
     const std::string beside_what = what + " beside a GEMM";
-    const Summary alone = time_across_ranks(
-                              ranks, ctx.policy, [&] { issue(), finish(); }, beside_what)
-                              .summary;
-    const Summary both = time_across_ranks(
-                             ranks, ctx.policy, [&] { run(issue), finish(); }, beside_what)
-                             .summary;
+    auto gemm_alone = [&] {
+      issue();
+      finish();
+    };
+    auto together = [&] {
+      run(issue);
+      finish();
+    };
+    const Summary alone = time_across_ranks(ranks, ctx.policy, gemm_alone, beside_what).summary;
+    const Summary both = time_across_ranks(ranks, ctx.policy, together, beside_what).summary;
     const double exposed = std::max(0.0, both.median - alone.median);
     return {{"gemm", format_shape(gemm.shape) + " bf16"},
             {"method",
