@@ -64,6 +64,18 @@ std::optional<double> model_over_measured(const LevelBytes& b) {
   return *b.model_bytes / b.bytes;
 }
 
+OverlapTotals overlap_totals(const Run& run) {
+  OverlapTotals t;
+  for (const auto& r : run.records) {
+    const auto it = r.details.find("overlap");
+    if (it == r.details.end() || !it->is_object()) continue;
+    ++t.records;
+    t.alone_seconds += it->value("collective_s", 0.0) * r.count;
+    t.exposed_seconds += it->value("exposed_collective_s", 0.0) * r.count;
+  }
+  return t;
+}
+
 json to_json(const OperatorRecord& r) {
   json bytes = json::array();
   for (const auto& b : r.bytes) {

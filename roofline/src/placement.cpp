@@ -268,6 +268,7 @@ RunPlacement place_run(const Run& run, const MachineProfile& machine, std::strin
     rp.step_seconds_by_work[work_kind(p.op)] += p.step_seconds;
   }
   rp.gap_step_seconds = rp.step_seconds - rp.bound_step_seconds;
+  rp.overlap = overlap_totals(run);
   for (auto& p : rp.records)
     if (p.timed && rp.step_seconds > 0) p.share_of_step = p.step_seconds / rp.step_seconds;
   return rp;

@@ -132,6 +132,13 @@ std::string format_report_footer(const RunPlacement& rp) {
       if (auto it = rp.step_seconds_by_work.find(kind); it != rp.step_seconds_by_work.end())
         out += fmt::format("  {} {}", kind, format_percent(it->second / rp.step_seconds));
     out += "\n";
+    if (const OverlapTotals& o = rp.overlap; o.records > 0)
+      out += fmt::format(
+          "overlap measured on {} collective(s): {} per step alone, {} exposed beside the step's GEMMs ({} "
+          "hidden); with it the step would take {}\n",
+          o.records, format_seconds(o.alone_seconds), format_seconds(o.exposed_seconds),
+          format_percent(o.hidden_fraction()),
+          format_seconds(rp.step_seconds - (o.alone_seconds - o.exposed_seconds)));
   }
   if (rp.timed_records > 0 && rp.step_seconds > 0)
     out += fmt::format("achieved over the timed records: {} ({} of the step's {} in {})\n",

@@ -177,6 +177,28 @@ TEST(Placement, CollectiveOnItsOwnMeasuredRoofs) {
   EXPECT_TRUE(said);
 }
 
+// cuda.nccl's measured overlap (details.overlap) summed over the step in the report's footer, and
+// the step's time with the hidden part taken off.
+TEST(Placement, MeasuredOverlapInTheReport) {
+  OperatorRecord gemm = make_record("mlp", "bf16", 1e9, 4e8, 2e8, 0.025);  // count 2: 50 ms
+  OperatorRecord gather = make_record("zero3", "bf16", 0, 0, 0, 0.002);
+  gather.op = "all_gather";
+  gather.flops.clear();
+  gather.bytes = {{"nvlink", 1e6, Source::Analytic}};
+  gather.count = 4;  // 8 ms alone, 2 ms of it exposed
+  gather.details["overlap"] = {{"collective_s", 0.002}, {"exposed_collective_s", 0.0005}};
+  const auto rp = place_run(make_run({gemm, gather}), small_machine());
+  EXPECT_EQ(rp.overlap.records, 1);
+  EXPECT_DOUBLE_EQ(rp.overlap.alone_seconds, 0.008);
+  EXPECT_DOUBLE_EQ(rp.overlap.exposed_seconds, 0.002);
+  const std::string footer = format_report_footer(rp);
+  EXPECT_NE(footer.find("overlap measured on 1 collective(s)"), std::string::npos) << footer;
+  EXPECT_NE(footer.find("(75% hidden)"), std::string::npos) << footer;
+  EXPECT_NE(footer.find("with it the step would take 52.0 ms"), std::string::npos) << footer;  // 58 - 6
+  EXPECT_EQ(format_report_footer(place_run(make_run({gemm}), small_machine())).find("overlap"),
+            std::string::npos);
+}
+
 TEST(Placement, MissingRoofIsARemarkNotABound) {
   OperatorRecord r = make_record("int8_gemm", "int8", 1e9, 0, 2e8, 0.05);
   r.bytes = {{"DRAM", 2e8, Source::Analytic}, {"L3", 3e8, Source::Analytic}};

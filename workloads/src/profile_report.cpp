@@ -100,29 +100,6 @@ std::string plan_csv(const Run& run) {
   return out;
 }
 
-namespace {
-
-// The collectives whose overlap with the step's compute was measured (details.overlap, from
-// cuda.nccl): their time per step alone and what stays exposed beside the GEMM.
-std::string overlap_line(const Run& run) {
-  int n = 0;
-  double alone = 0, exposed = 0;
-  for (const auto& r : run.records) {
-    const auto it = r.details.find("overlap");
-    if (it == r.details.end() || !it->is_object()) continue;
-    ++n;
-    alone += it->value("collective_s", 0.0) * r.count;
-    exposed += it->value("exposed_collective_s", 0.0) * r.count;
-  }
-  if (n == 0) return "";
-  return fmt::format(
-      "overlap measured on {} collective(s): {} per step alone, {} exposed beside the step's GEMMs ({:.0f}% "
-      "hidden)\n",
-      n, format_si(alone, "s", 4), format_si(exposed, "s", 4), alone > 0 ? 100 * (1 - exposed / alone) : 0.0);
-}
-
-}  // namespace
-
 std::string run_table(const Run& run) {
   const auto totals = step_totals(run);
   std::vector<std::vector<std::string>> rows = {{"label", "operator", "phase", "precision", "backend", "status",
@@ -153,7 +130,12 @@ std::string run_table(const Run& run) {
     out += fmt::format("not covered by a timed record: {:.1f}% of the step's FLOPs, {:.1f}% of its {} bytes\n",
                        100 * totals.untimed_flops_share(), 100 * totals.untimed_bytes_share(),
                        run.device.memory_levels.empty() ? "DRAM" : run.device.memory_levels.back().name);
-  out += overlap_line(run);
+  if (const OverlapTotals o = overlap_totals(run); o.records > 0)
+    out += fmt::format(
+        "overlap measured on {} collective(s): {} per step alone, {} exposed beside the step's GEMMs "
+        "({:.0f}% hidden)\n",
+        o.records, format_si(o.alone_seconds, "s", 4), format_si(o.exposed_seconds, "s", 4),
+        100 * o.hidden_fraction());
   if (totals.no_backend) out += fmt::format("{} operator(s) have no backend on {} (listed, not run)\n", totals.no_backend, run.device.id);
   if (totals.does_not_fit)
     out += fmt::format("{} operator(s) do not fit in {}'s memory (status does_not_fit, not run)\n", totals.does_not_fit,

@@ -112,6 +112,15 @@ void set_counted_bytes(OperatorRecord& r, std::string_view level, double bytes);
 // model / measured for a counted level, nullopt when either is missing or the measured figure is 0.
 std::optional<double> model_over_measured(const LevelBytes& b);
 
+// The collectives whose overlap with the step's compute was measured (details.overlap, written by
+// cuda.nccl): their seconds per step alone and what stays exposed beside the step's GEMMs.
+struct OverlapTotals {
+  int records = 0;
+  double alone_seconds = 0, exposed_seconds = 0;  // x count
+  double hidden_fraction() const { return alone_seconds > 0 ? 1 - exposed_seconds / alone_seconds : 0; }
+};
+OverlapTotals overlap_totals(const Run& run);
+
 nlohmann::json to_json(const OperatorRecord& r);
 nlohmann::json to_json(const Run& r);
 Run run_from_json(const nlohmann::json& j, std::string_view origin = "run.json");

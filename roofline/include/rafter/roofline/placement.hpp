@@ -100,6 +100,7 @@ struct RunPlacement {
   double step_flops = 0, timed_step_flops = 0, step_outer_bytes = 0, timed_step_outer_bytes = 0;
   std::map<std::string, double> step_seconds_by_binding;  // where the step's time goes
   std::map<std::string, double> step_seconds_by_work;     // by work_kind of the timed records
+  OverlapTotals overlap;  // collectives whose overlap with the step's GEMMs was measured
   std::vector<std::string> memory_levels() const;  // levels drawn: roofs first, then any in records
   std::vector<std::string> precisions() const;     // compute classes judged, in first-seen order
 };
