@@ -135,6 +135,7 @@ LtGemm::LtGemm(const GemmSpec& spec) : spec_(spec), types_(gemm_types(spec)) {
     LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
   }
   workspace_ = DeviceBuffer(kGemmWorkspaceBytes);
+  handle_ = lt_handle();
 }
 
 LtGemm::~LtGemm() {
@@ -192,7 +193,7 @@ void LtGemm::launch(cudaStream_t stream) const { launch_with(stream, a_, b_, c_)
 
 void LtGemm::launch_with(cudaStream_t stream, const void* a, const void* b, void* c) const {
   if (!have_algo_) throw InputError("LtGemm::launch before choose()");
-  LT_CHECK(cublasLtMatmul(lt_handle(), desc_, alpha(), b, a_layout_, a, b_layout_, beta(), c, c_layout_, c,
+  LT_CHECK(cublasLtMatmul(handle_, desc_, alpha(), b, a_layout_, a, b_layout_, beta(), c, c_layout_, c,
                           c_layout_, &algo_, workspace_.get(), algo_workspace_, stream));
 }
 
@@ -254,7 +255,7 @@ void LtGemm::add_variants(std::vector<cublasLtMatmulHeuristicResult_t>& results)
   for (const auto& r : results) seen.push_back(describe(r));
   auto try_add = [&](cublasLtMatmulAlgo_t algo) {
     cublasLtMatmulHeuristicResult_t r{};
-    if (cublasLtMatmulAlgoCheck(lt_handle(), desc_, a_layout_, b_layout_, c_layout_, c_layout_, &algo, &r) !=
+    if (cublasLtMatmulAlgoCheck(handle_, desc_, a_layout_, b_layout_, c_layout_, c_layout_, &algo, &r) !=
             CUBLAS_STATUS_SUCCESS ||
         r.workspaceSize > kGemmWorkspaceBytes)
       return;
@@ -294,9 +295,9 @@ GemmAlgoRecord LtGemm::choose(bool time_all, int max_candidates, const RefineFn&
   LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   std::vector<cublasLtMatmulHeuristicResult_t> results(std::max(1, max_candidates));
   int returned = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc_, a_layout_, b_layout_, c_layout_,
-                                                     c_layout_, pref, static_cast<int>(results.size()),
-                                                     results.data(), &returned);
+  cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_layout_, b_layout_, c_layout_, c_layout_, pref,
+                                     static_cast<int>(results.size()), results.data(), &returned);
   cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || returned == 0)
     throw InputError("cuBLASLt offers no algorithm for this " + spec_.precision + " GEMM (" +

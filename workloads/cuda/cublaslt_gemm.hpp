@@ -64,6 +64,7 @@ class LtGemm {
   const void* b_ = nullptr;
   void* c_ = nullptr;
   DeviceBuffer workspace_;
+  cublasLtHandle_t handle_ = nullptr;  // the handle of the device the GEMM was made on, as its workspace
   cublasLtMatmulAlgo_t algo_{};
   std::size_t algo_workspace_ = 0;
   bool have_algo_ = false;
