@@ -59,6 +59,10 @@ void set_counted_bytes(OperatorRecord& r, std::string_view level, double bytes) 
   r.bytes.emplace_back(std::string(level), bytes, Source::Counter);
 }
 
+bool is_link_level(std::string_view level) {
+  return level == "nvlink" || level == "network" || level == "pcie";
+}
+
 std::optional<double> model_over_measured(const LevelBytes& b) {
   if (b.source != Source::Counter || !b.model_bytes || !(b.bytes > 0)) return std::nullopt;
   return *b.model_bytes / b.bytes;

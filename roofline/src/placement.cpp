@@ -90,9 +90,7 @@ int level_rank(const DeviceRoofs& roofs, const std::string& level) {
 // bus bandwidth and, as a floor, its smallest size's time (the comm probes' latency).
 bool add_collective_bounds(const OperatorRecord& r, const LevelBytes& lb, Placement& p,
                            const DeviceRoofs& roofs) {
-  const bool link_level =
-      lb.level == "nvlink" || lb.level == "network" || lb.level == "pcie";  // Cost::link's names
-  if (!collective_from_name(r.op) || !link_level) return false;
+  if (!collective_from_name(r.op) || !is_link_level(lb.level)) return false;
   const auto ranks = r.shape.find("ranks");
   const CollectiveRoof* c =
       ranks == r.shape.end() ? nullptr : roofs.collective_for(r.op, int(ranks->second), r.precision);

@@ -199,6 +199,9 @@ TEST(RunRecord, CountedBytesKeepTheModelBeside) {
   EXPECT_DOUBLE_EQ(*model_over_measured(*r.bytes_at("DRAM")), 0.5);
   EXPECT_FALSE(model_over_measured(*r.bytes_at("L2")).has_value());
   EXPECT_FALSE(model_over_measured(*r.bytes_at("L1")).has_value());  // analytic
+  for (const char* link : {"nvlink", "network", "pcie"}) EXPECT_TRUE(is_link_level(link)) << link;
+  for (const char* level : {"L1", "L2", "DRAM", "HBM", "shared", "nvlink2"})
+    EXPECT_FALSE(is_link_level(level)) << level;
   set_counted_bytes(r, "DRAM", 5e5);  // a second count keeps the model's figure, not the first count
   EXPECT_DOUBLE_EQ(*r.bytes_at("DRAM")->model_bytes, 2e5);
   const auto j = to_json(run);

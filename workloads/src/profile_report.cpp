@@ -14,7 +14,7 @@ namespace {
 
 std::string link_bytes(const OperatorRecord& r) {
   for (const auto& b : r.bytes)
-    if (b.level == "nvlink" || b.level == "network" || b.level == "pcie") return fmt::format("{} {:.3g} GB", b.level, b.bytes * r.count / 1e9);
+    if (is_link_level(b.level)) return fmt::format("{} {:.3g} GB", b.level, b.bytes * r.count / 1e9);
   return "";
 }
 
@@ -90,7 +90,7 @@ std::string plan_csv(const Run& run) {
   for (const auto& r : run.records) {
     double link = 0;
     for (const auto& b : r.bytes)
-      if (b.level == "nvlink" || b.level == "network" || b.level == "pcie") link = b.bytes;
+      if (is_link_level(b.level)) link = b.bytes;
     out += fmt::format("{},{},{},{},{},{},{:.17g},{:.17g},{:.6g},{:.17g},{:.17g},{:.17g},{}\n", csv_quote(r.label), r.op,
                        r.phase, csv_quote(format_shape(r.shape)), r.precision, r.count, r.total_flops(),
                        r.total_flops() * r.count, totals.flops > 0 ? r.total_flops() * r.count / totals.flops : 0.0,

@@ -18,6 +18,10 @@ inline constexpr int kRunSchemaVersion = 1;
 
 // Bytes moved at one memory level ("L1", "L2", "L3", "DRAM", "HBM", "shared", or a link name
 // such as "nvlink", "pcie") with where the number came from (analytic model or counters).
+// A link between ranks rather than a memory level: the names a collective's cost puts its bus
+// bytes under ("nvlink", "network", "pcie").
+bool is_link_level(std::string_view level);
+
 struct LevelBytes {
   LevelBytes() = default;
   LevelBytes(std::string level_name, double bytes_per_call, Source from,
