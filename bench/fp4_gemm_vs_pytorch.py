@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_operators_vs_pytorch import LINEARS, rafter_row, row_key, stages_main, torch_timer  # noqa: E402
 
 LAYERS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
-TOKENS = (4096, 16)
+TOKENS = tuple(int(t) for t in os.environ.get("FP4_TOKENS", "4096 16").split())  # FP4_TOKENS=16: decode rows only
 
 
 def rows(models):

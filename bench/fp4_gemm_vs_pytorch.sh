@@ -2,7 +2,7 @@
 # Issue 13's FP4 GEMM side-by-side in ONE device call, after bench/device_build.sh built rafter into
 # [build-dir]: rafter's HBM read ceiling, rafter's NVFP4 and BF16 GEMM records of Llama-2 linears at
 # 4096 and 16 tokens, PyTorch's "dequantize, then torch.matmul in BF16" (eager, torch.compile), the
-# table. MODELS="7b" limits the rows. Logs and JSON under $OUT (or /tmp/fp4-gemm).
+# table. MODELS="7b" limits the rows, FP4_TOKENS="16" the token counts. Logs and JSON under $OUT (or /tmp/fp4-gemm).
 set -uo pipefail
 build=${1:-build-dev}
 out=${OUT:-/tmp/fp4-gemm}

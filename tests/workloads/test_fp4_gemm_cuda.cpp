@@ -117,7 +117,11 @@ TEST(Fp4GemmCuda, DecodeKernelAndDequantizerMatchTheDefinition) {
   if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
   for (const char* p : {"nvfp4", "mxfp4"})
     for (const Shape4& s : {Shape4{1, 16, 128, 1}, Shape4{16, 208, 640, 2}, Shape4{40, 64, 1152, 1},
-                            Shape4{64, 256, 2304, 1}, Shape4{16, 1024, 4096, 1}})
+                            Shape4{64, 256, 2304, 1}, Shape4{16, 1024, 4096, 1},
+                            // the streaming kernel: rows past n, batches, K slices of unequal length,
+                            // row groups walked in rounds, m up to 32
+                            Shape4{16, 208, 2048, 2}, Shape4{16, 256, 2816, 1}, Shape4{3, 25600, 4096, 1},
+                            Shape4{32, 384, 2048, 1}})
       check_decode_gemm(p, s);
 }
 

@@ -26,10 +26,14 @@ void fp4_dequantize_bf16(Fp4Matrix in, __nv_bfloat16* out, std::int64_t rows, st
                          cudaStream_t stream);
 
 // Decode-shaped GEMM, C[b, m, n] = alpha · A[b, m, k] · B[b, n, k]ᵀ in BF16 for m ≤ 64: each weight
-// byte is read from HBM once, decoded in registers and fed to mma.sync; the K range is split over
-// CTAs that add FP32 partials into `workspace` (the last CTA of a row group writes C and zeroes
-// its part again, so the workspace stays zero between calls).
+// byte is read from HBM once, decoded in registers and fed to mma.sync. Two kernels: the streaming
+// one (below) sums its K slices in distributed shared memory; the one-shot one splits K over CTAs
+// that add FP32 partials into `workspace` (the last CTA of a row group writes C and zeroes its part
+// again, so the workspace stays zero between calls).
 bool fp4_decode_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
+// Whether fp4_decode_gemm takes its streaming kernel (K sliced over a thread-block cluster, the
+// weights streamed with loads in flight; K a multiple of 256, m ≤ 32) rather than the one-shot one.
+bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch);
 // Bytes of the workspace, which must be zeroed once before the first call.
 std::size_t fp4_decode_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t batch);
 void fp4_decode_gemm(Fp4Matrix a, Fp4Matrix b, __nv_bfloat16* c, float alpha, std::int64_t m, std::int64_t n,

@@ -83,8 +83,9 @@ struct PathChoice {
 PathChoice choose_path(const OpInstance& full) {
   const auto m = shape_value(full, "m"), n = shape_value(full, "n"), k = shape_value(full, "k");
   if (fp4_decode_gemm_fits(m, n, k))
-    return {true, "fused decode kernel: FP4 weights read once, decoded in registers, mma.sync BF16 with FP32 "
-                  "accumulation, split-K sums in FP32"};
+    return {true,
+            "fused decode kernel: FP4 weights read once, decoded in registers, mma.sync BF16 with FP32 "
+            "accumulation"};
   return {false, "dequantize A and B to BF16 (rafter kernel), then cuBLASLt BF16 GEMM; the three launches timed together"};
 }
 
@@ -148,7 +149,15 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
         "sm_90 has no FP4 tensor cores: E2M1 codes × {} block scales decoded to BF16 (exact), BF16 tensor cores "
         "with FP32 accumulation, the FP32 tensor scales applied as alpha",
         inst.precision == "nvfp4" ? "E4M3 1×16" : "E8M0 1×32");
-    record.details["path"] = path.description;
+    std::string path_text = path.description;
+    if (path.fused_decode)  // which of the two decode kernels (asked on the GPU, after the run)
+      path_text +=
+          fp4_decode_gemm_streams(shape_value(inst, "m"), shape_value(inst, "n"), shape_value(inst, "k"),
+                                  shape_value(inst, "batch"))
+              ? ", streamed: K sliced over a thread-block cluster, the slices summed in distributed shared "
+                "memory"
+              : ", one shot: split-K sums in FP32 through global atomics";
+    record.details["path"] = path_text;
     record.details["layout"] = fmt::format(
         "K-contiguous FP4 copies: A' [m,k], B' [n,k]{}", inst.phase == "bwd_weight" || inst.precision != "nvfp4"
                                                             ? ""

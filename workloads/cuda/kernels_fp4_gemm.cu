@@ -1,8 +1,12 @@
 // FP4 GEMM kernels for sm_90 (see fp4_gemm.hpp): a dequantizer to BF16 (prefill path, ahead of the
 // cuBLASLt BF16 GEMM) and a fused decode GEMM that streams FP4 weights into mma.sync.
+#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "cuda_util.hpp"
 #include "fp4_gemm.hpp"
@@ -74,9 +78,8 @@ __global__ void dequantize_kernel(Fp4Matrix in, bf16* out, std::int64_t groups) 
 // activations are decoded once per CTA into shared memory in that same order.
 // Measured on an H100 (Nsight Compute, 16×4096×4096, one wave of 256 CTAs): 15.8 µs, DRAM 18 %
 // busy, SMs issuing 30 % of the time, ~10 cycles per issued instruction at 4 warps per scheduler. A
-// variant with twice the warps per SM (16 per CTA, each half the chunks, halves summed in shared
-// memory) took the same 16.0 µs at 18 cycles per issue, so occupancy is not the limit; where the
-// time goes (the split-K atomics and the last CTA's finish are the suspects) is still open.
+// variant with twice the warps per SM took the same 16.0 µs. It now runs only the shapes the
+// streaming kernel below does not fit (bench/fp4_gemm_results.md has both kernels' rows).
 constexpr int kWarps = 8;
 constexpr int kRowsPerCta = 16 * kWarps;
 constexpr int kChunk = 128;
@@ -278,12 +281,301 @@ void launch_decode(const DecodeArgs& args, std::int64_t batch, cudaStream_t stre
   RAFTER_CUDA_LAUNCH_CHECK("fp4 decode gemm");
 }
 
+// ---- streaming decode GEMM (thread-block clusters) ------------------------------------------
+// The kernel above reads each CTA's 32 KB of weights in one shot and finishes through global
+// atomics, a fence and a last-CTA pass: on an H100 it reached 20 % to 40 % of the HBM read ceiling.
+// This one keeps the weight stream going: a cluster of S CTAs owns the same 128-row groups, each
+// CTA one 1/S slice of K (its activations decoded once into shared memory); every CTA walks its
+// row groups one item (256 values, 128 bytes a row) at a time with kStages items of loads in
+// flight per thread, and at the end of a row group the S partial sums meet in distributed shared
+// memory (double-buffered, one cluster barrier per row group), each CTA writing 1/S of the rows.
+// A warp owns 32 rows (two mma M tiles sharing each activation fragment). Shapes it does not fit
+// (K not a multiple of 256, or shared memory over budget: m > 32 mostly) take the kernel above.
+constexpr int kStreamWarps = 4;
+constexpr int kStreamRows = 32 * kStreamWarps;
+constexpr int kItem = 256;
+constexpr int kStages = 2;
+constexpr int kRedStride = kStreamRows + 4;  // floats per token: the acc stores hit 32 banks
+constexpr int kMaxCluster = 16;
+// Shared memory per CTA: first try a budget that leaves room for 4 CTAs an SM, then a larger one.
+constexpr int kBudgets[] = {56 * 1024, 100 * 1024};
+
+struct StreamArgs {
+  Fp4Matrix a, b;
+  bf16* c;
+  float alpha;
+  std::int64_t m, n, k;
+  int items;       // k / kItem
+  int act_stride;  // BF16 elements per token in shared memory
+};
+
+template <Fp4Kind K>
+__device__ __forceinline__ unsigned weight_pair(unsigned w, __nv_bfloat162 s) {
+  if constexpr (K == Fp4Kind::Nvfp4)
+    return as_u32(__hmul2(as_bf162(e2m1_pair_bits(w)), s));  // s carries the 2^64 fold
+  else
+    return decode_pair(w, s);
+}
+
+// The block scales of one thread's 16 bytes h (0, 1) of a row's item, from the scale word loaded
+// with it (NVFP4: 4 bytes, blocks 2h and 2h+1; MXFP4: 2 bytes, block h for all 32 values).
+template <Fp4Kind K>
+__device__ __forceinline__ void item_scales(unsigned word, int h, __nv_bfloat162& s0, __nv_bfloat162& s1) {
+  if constexpr (K == Fp4Kind::Nvfp4) {
+    s0 = weight_scale_pair<K>(std::uint8_t(word >> (16 * h)));
+    s1 = weight_scale_pair<K>(std::uint8_t(word >> (16 * h + 8)));
+  } else {
+    s0 = s1 = weight_scale_pair<K>(std::uint8_t(word >> (8 * h)));
+  }
+}
+
+// Activations of items [it0, it0 + nl) decoded to BF16 in the decode kernel's per-thread order:
+// the 16 bytes h of thread q in item i (values i·256 + q·64 + h·32 …) become sub-chunk 2i + h.
+template <int MT, Fp4Kind K>
+__device__ void stage_stream_activations(const StreamArgs& p, std::int64_t batch, int it0, int nl,
+                                         bf16* act) {
+  const std::int64_t bytes_per_row = p.k / 2, scales_per_row = p.k / block_values<K>();
+  for (int idx = threadIdx.x; idx < MT * 8 * nl * 8; idx += blockDim.x) {
+    const int token = idx / (nl * 8), li = (idx / 8) % nl, h = (idx / 4) % 2, q = idx % 4;
+    unsigned d[8][2] = {};
+    if (token < p.m) {
+      const std::int64_t row = batch * p.m + token, item = it0 + li;
+      const uint4 v = __ldg(
+          reinterpret_cast<const uint4*>(p.a.codes + row * bytes_per_row + item * 128 + q * 32 + h * 16));
+      const std::uint8_t* sc = p.a.scales + row * scales_per_row;
+      if constexpr (K == Fp4Kind::Nvfp4) {
+        const std::int64_t blk = item * 16 + q * 4 + h * 2;
+        decode_group<K>(v, scale_pair<K>(sc[blk]), scale_pair<K>(sc[blk + 1]), d);
+      } else {
+        const __nv_bfloat162 s = scale_pair<K>(sc[item * 8 + q * 2 + h]);
+        decode_group<K>(v, s, s, d);
+      }
+    }
+    uint2* dst = reinterpret_cast<uint2*>(act + token * p.act_stride + (2 * li + h) * kChunk + q * 4);
+#pragma unroll
+    for (int s = 0; s < 8; ++s) dst[s * 4] = make_uint2(d[s][0], d[s][1]);
+  }
+}
+
+struct WeightSlot {
+  uint4 v[4][2];   // rows g, g+8, g+16, g+24 of the warp; bytes q·32 … q·32+31 of the item
+  unsigned sc[4];  // their scale bytes
+};
+
+template <int MT, Fp4Kind K>
+__global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(StreamArgs p) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  float* red = reinterpret_cast<float*>(smem_raw);                     // [2][MT·8][kRedStride]
+  bf16* act = reinterpret_cast<bf16*>(red + 2 * MT * 8 * kRedStride);  // [MT·8][act_stride]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  const int S = int(cluster.num_blocks()), rank = int(cluster.block_rank());
+  const std::int64_t batch = blockIdx.z;
+  const int it0 = int(std::int64_t(p.items) * rank / S),
+            nl = int(std::int64_t(p.items) * (rank + 1) / S) - it0;
+  const std::int64_t row_groups = (p.n + kStreamRows - 1) / kStreamRows;
+  const int nrg = int((row_groups - 1 - blockIdx.x) / gridDim.x) + 1;  // grid.x ≤ row_groups
+  const std::int64_t total = std::int64_t(nrg) * nl;
+  const std::int64_t bytes_per_row = p.k / 2, scales_per_row = p.k / block_values<K>();
+
+  WeightSlot slot[kStages];
+  int load_rg = 0, load_it = 0;
+  auto load = [&](WeightSlot& w) {
+    const std::int64_t rg = blockIdx.x + std::int64_t(load_rg) * gridDim.x, item = it0 + load_it;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const std::int64_t row = rg * kStreamRows + warp * 32 + g + 8 * r;
+      w.v[r][0] = w.v[r][1] = make_uint4(0, 0, 0, 0);
+      w.sc[r] = 0;
+      if (load_rg < nrg && row < p.n) {
+        const std::int64_t grow = batch * p.n + row;
+        const uint4* src =
+            reinterpret_cast<const uint4*>(p.b.codes + grow * bytes_per_row + item * 128 + q * 32);
+        w.v[r][0] = __ldcs(src);
+        w.v[r][1] = __ldcs(src + 1);
+        const std::uint8_t* sc = p.b.scales + grow * scales_per_row;
+        if constexpr (K == Fp4Kind::Nvfp4)
+          w.sc[r] = __ldcs(reinterpret_cast<const unsigned*>(sc + item * 16 + q * 4));
+        else
+          w.sc[r] = __ldcs(reinterpret_cast<const unsigned short*>(sc + item * 8 + q * 2));
+      }
+    }
+    if (++load_it == nl) load_it = 0, ++load_rg;
+  };
+
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) load(slot[s]);
+  stage_stream_activations<MT, K>(p, batch, it0, nl, act);
+  __syncthreads();
+
+  float acc[2][MT][4] = {};
+  int rg_done = 0, item = 0, buf = 0;
+  // Row group end: partial sums into this CTA's buffer, one cluster barrier, then this CTA sums
+  // its 1/S of the group's rows over the S buffers and writes them.
+  auto finish_group = [&] {
+    float* rb = red + buf * MT * 8 * kRedStride;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int t = 0; t < MT; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          rb[(t * 8 + 2 * q + e % 2) * kRedStride + warp * 32 + mt * 16 + g + 8 * (e / 2)] = acc[mt][t][e];
+          acc[mt][t][e] = 0.0f;
+        }
+    cluster.sync();
+    const std::int64_t row0 = (blockIdx.x + std::int64_t(rg_done) * gridDim.x) * kStreamRows;
+    const int elems = int(p.m) * kStreamRows, e0 = elems * rank / S, e1 = elems * (rank + 1) / S;
+    for (int e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
+      const int token = e / kStreamRows, row = e % kStreamRows;
+      if (row0 + row >= p.n) continue;
+      float sum = 0.0f;
+      for (int r = 0; r < S; ++r) sum += cluster.map_shared_rank(rb, r)[token * kRedStride + row];
+      p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(p.alpha * (sum * kWeightUnfold<K>));
+    }
+    buf ^= 1;
+    ++rg_done;
+  };
+
+  for (std::int64_t base = 0; base < total; base += kStages) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      if (base + s >= total) break;
+      const WeightSlot w = slot[s];
+      load(slot[s]);  // the item kStages ahead, in flight while this one is multiplied
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        __nv_bfloat162 sl[4], sh[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) item_scales<K>(w.sc[r], h, sl[r], sh[r]);
+        const bf16* a_sub = act + (2 * item + h) * kChunk + q * 4;
+#pragma unroll
+        for (int st = 0; st < 8; ++st) {
+          const int j = st / 2, sh_bits = 8 * (st % 2);
+          unsigned lo[4], hi[4];
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const unsigned word = (&w.v[r][h].x)[j];
+            const __nv_bfloat162 sc = j >= 2 ? sh[r] : sl[r];
+            lo[r] = weight_pair<K>(word >> sh_bits, sc);
+            hi[r] = weight_pair<K>(word >> (sh_bits + 4), sc);
+          }
+#pragma unroll
+          for (int t = 0; t < MT; ++t) {
+            const uint2 b = *reinterpret_cast<const uint2*>(a_sub + (t * 8 + g) * p.act_stride + st * 16);
+            dev::mma_bf16(acc[0][t], lo[0], lo[1], hi[0], hi[1], b.x, b.y);
+            dev::mma_bf16(acc[1][t], lo[2], lo[3], hi[2], hi[3], b.x, b.y);
+          }
+        }
+      }
+      if (++item == nl) {
+        item = 0;
+        finish_group();
+      }
+    }
+  }
+  cluster.sync();  // no CTA leaves while another may still read its buffers
+}
+
+// Shared memory a CTA of the streaming kernel needs for nl items per CTA.
+int stream_smem_bytes(int mt, int nl) {
+  return 2 * mt * 8 * kRedStride * int(sizeof(float)) + mt * 8 * (nl * kItem + 16) * int(sizeof(bf16));
+}
+
+// The smallest power-of-two cluster whose K slice fits the shared-memory budget and that gives
+// about 1.5 CTAs per SM; 0: the shape does not fit (K not a multiple of 256, or m > 32 mostly).
+int stream_cluster(int mt, std::int64_t n, std::int64_t k, std::int64_t batch, int sms) {
+  if (k % kItem != 0 || mt > 4) return 0;
+  const int items = int(k / kItem);
+  const std::int64_t row_groups = (n + kStreamRows - 1) / kStreamRows;
+  for (int budget : kBudgets) {
+    int cluster = 0;
+    for (int s = 1; s <= std::min(kMaxCluster, items); s *= 2) {
+      if (stream_smem_bytes(mt, (items + s - 1) / s) > budget) continue;
+      cluster = s;
+      if (row_groups * s * batch * 2 >= 3 * std::int64_t(sms)) break;
+    }
+    if (cluster != 0) return cluster;
+  }
+  return 0;
+}
+
+int sm_count() {
+  int device = 0, sms = 0;
+  RAFTER_CUDA_CHECK(cudaGetDevice(&device));
+  RAFTER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+// Launches the streaming kernel with as many row-group columns as the GPU holds clusters at once,
+// balanced so that every column walks the same number of row groups. False: the shape does not
+// fit, or no cluster of it fits on the GPU (the caller takes the one-shot kernel).
+template <int MT, Fp4Kind K>
+bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream) {
+  const int cluster = stream_cluster(MT, d.n, d.k, batch, sm_count());
+  if (cluster == 0) return false;
+  const int items = int(d.k / kItem);
+  const std::int64_t row_groups = (d.n + kStreamRows - 1) / kStreamRows;
+  static const bool configured = [] {
+    RAFTER_CUDA_CHECK(cudaFuncSetAttribute(stream_decode_kernel<MT, K>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kBudgets[1]));
+    RAFTER_CUDA_CHECK(
+        cudaFuncSetAttribute(stream_decode_kernel<MT, K>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    return true;
+  }();
+  (void)configured;
+  const int nl = (items + cluster - 1) / cluster;
+  StreamArgs args{d.a, d.b, d.c, d.alpha, d.m, d.n, d.k, items, nl * kItem + 16};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = unsigned(cluster);
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t launch = {};
+  launch.gridDim = dim3(1, unsigned(cluster), 1);
+  launch.blockDim = dim3(kStreamWarps * 32);
+  launch.dynamicSmemBytes = std::size_t(stream_smem_bytes(MT, nl));
+  launch.stream = stream;
+  launch.attrs = attr;
+  launch.numAttrs = 1;
+  // Clusters the GPU holds at once, asked once per device and launch shape (not inside a capture).
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, std::size_t>, int> resident_for;
+  int device = 0;
+  RAFTER_CUDA_CHECK(cudaGetDevice(&device));
+  int resident = 0;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_tuple(device, cluster, launch.dynamicSmemBytes);
+    auto it = resident_for.find(key);
+    if (it == resident_for.end()) {
+      if (cudaOccupancyMaxActiveClusters(&resident, stream_decode_kernel<MT, K>, &launch) != cudaSuccess) {
+        (void)cudaGetLastError();
+        resident = 0;
+      }
+      it = resident_for.emplace(key, resident).first;
+    }
+    resident = it->second;
+  }
+  if (resident < 1) return false;
+  const std::int64_t columns = std::min(row_groups, std::max<std::int64_t>(1, resident / batch));
+  const std::int64_t rounds = (row_groups + columns - 1) / columns;
+  launch.gridDim = dim3(unsigned((row_groups + rounds - 1) / rounds), unsigned(cluster), unsigned(batch));
+  RAFTER_CUDA_CHECK(cudaLaunchKernelEx(&launch, stream_decode_kernel<MT, K>, args));
+  RAFTER_CUDA_LAUNCH_CHECK("fp4 streaming decode gemm");
+  return true;
+}
+
 template <Fp4Kind K>
 void decode_for_kind(const DecodeArgs& args, std::int64_t batch, cudaStream_t stream) {
   switch (tiles_for(args.m)) {
-    case 1: return launch_decode<1, K>(args, batch, stream);
-    case 2: return launch_decode<2, K>(args, batch, stream);
-    case 4: return launch_decode<4, K>(args, batch, stream);
+    case 1:
+      return launch_stream<1, K>(args, batch, stream) ? void() : launch_decode<1, K>(args, batch, stream);
+    case 2:
+      return launch_stream<2, K>(args, batch, stream) ? void() : launch_decode<2, K>(args, batch, stream);
+    case 4:
+      return launch_stream<4, K>(args, batch, stream) ? void() : launch_decode<4, K>(args, batch, stream);
     default: return launch_decode<8, K>(args, batch, stream);
   }
 }
@@ -300,6 +592,10 @@ void fp4_dequantize_bf16(Fp4Matrix in, bf16* out, std::int64_t rows, std::int64_
   else
     dequantize_kernel<Fp4Kind::Mxfp4><<<blocks, threads, 0, stream>>>(in, out, groups);
   RAFTER_CUDA_LAUNCH_CHECK("fp4 dequantize");
+}
+
+bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
+  return fp4_decode_gemm_fits(m, n, k) && stream_cluster(tiles_for(m), n, k, batch, sm_count()) != 0;
 }
 
 bool fp4_decode_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k) {

@@ -142,12 +142,6 @@ __device__ __forceinline__ int e2m1_code_rne(float a) {
   u += 0x1fffffu + ((u >> 22) & 1u);
   return min(int(u >> 22) - 252, 7);
 }
-__device__ __forceinline__ int e2m1_code_down(float a) {
-  return (a >= 0.5f) + (a >= 1.0f) + (a >= 1.5f) + (a >= 2.0f) + (a >= 3.0f) + (a >= 4.0f) + (a >= 6.0f);
-}
-__device__ __forceinline__ float e2m1_magnitude(int k) {  // k in 0..7: 0, .5, 1, 1.5, 2, 3, 4, 6
-  return k < 4 ? 0.5f * float(k) : k < 6 ? float(k - 2) : k == 6 ? 4.0f : 6.0f;
-}
 __device__ __forceinline__ float e4m3_value(std::uint8_t bits) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E4M3)));
 }
@@ -170,20 +164,35 @@ __device__ __forceinline__ float block_scale(float bamax, float ts, std::uint8_t
   }
 }
 
-// Eight uniforms for the vector at index v: one Philox4x32-10 draw keyed by the seed, counted by v,
-// split into 16-bit halves at the centres (k + 1/2)/2^16, so that P(u < p) is p rounded to the
-// nearest 2^-16: the rounding is unbiased to within 2^-17 of a grid step, at a quarter of the
-// generator's cost per value.
-__device__ __forceinline__ void uniforms8(std::uint64_t v, std::uint64_t seed, float (&u)[8]) {
-  const uint4 r =
+// Eight 16-bit draws for the vector at index v: one Philox4x32-10 draw keyed by the seed, counted
+// by v, split into 16-bit halves. Draw r stands for the uniform u = (r + 1/2)/2^16, so that
+// P(u < p) is p rounded to the nearest 2^-16: the rounding is unbiased to within 2^-17 of a grid
+// step, at a quarter of the generator's cost per value.
+__device__ __forceinline__ void draws8(std::uint64_t v, std::uint64_t seed, unsigned (&r)[8]) {
+  const uint4 w4 =
       curand_Philox4x32_10(make_uint4(static_cast<unsigned>(v), static_cast<unsigned>(v >> 32), 0u, 0u),
                            make_uint2(static_cast<unsigned>(seed), static_cast<unsigned>(seed >> 32)));
-  const unsigned w[4] = {r.x, r.y, r.z, r.w};
+  const unsigned w[4] = {w4.x, w4.y, w4.z, w4.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    u[2 * i] = (float(w[i] & 0xffffu) + 0.5f) * (1.0f / 65536.0f);
-    u[2 * i + 1] = (float(w[i] >> 16) + 0.5f) * (1.0f / 65536.0f);
+    r[2 * i] = w[i] & 0xffffu;
+    r[2 * i + 1] = w[i] >> 16;
   }
+}
+
+// a >= 0 to its E2M1 code, up with probability (a − lo)/(hi − lo) exactly when u < that fraction.
+// Below 1 the grid steps by 0.5: 2a splits exactly into its integer and its fraction. From 1 on
+// the fraction is the float's mantissa bits under bit 22 over 2^22, and u < it exactly when those
+// bits plus 2^22 − 1 − (r·64 + 32) carry into bit 22; the exponent and bit 22 are then the code,
+// saturating at 6 (a grid of one value there).
+__device__ __forceinline__ int e2m1_code_sr(float a, unsigned r) {
+  if (a < 1.0f) {
+    const float t = a * 2.0f;
+    const int k = int(t);
+    return k + ((float(r) + 0.5f) * (1.0f / 65536.0f) < t - float(k));
+  }
+  const std::uint32_t u = __float_as_uint(a) + (0x3fffdfu - (r << 6));
+  return min(int(u >> 22) - 252, 7);
 }
 
 // a / s rounded as IEEE division rounds it, from r = RN(1/s) computed once per block: q0 = a·r is
@@ -199,24 +208,17 @@ __device__ __forceinline__ float divide_rn(float a, float s, float r) {
 template <bool Sr>
 __device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, std::uint64_t v,
                                                       std::uint64_t seed) {
-  float u[8];
-  if (Sr) uniforms8(v, seed, u);
+  unsigned r[8];
+  if (Sr) draws8(v, seed, r);
   const bool normal_scale = scale >= 1.17549435e-38f;  // FLT_MIN: its reciprocal is finite
-  const float r = normal_scale ? __frcp_rn(scale) : 0.0f;
+  const float rcp = normal_scale ? __frcp_rn(scale) : 0.0f;
   std::uint32_t packed = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     int k = 0;
     if (scale > 0.0f) {
-      const float a = normal_scale ? divide_rn(fabsf(f[i]), scale, r) : fabsf(f[i]) / scale;
-      if (Sr) {
-        k = e2m1_code_down(a);
-        const float lo = e2m1_magnitude(k), hi = e2m1_magnitude(k < 7 ? k + 1 : 7);
-        // Up with probability (a − lo)/(hi − lo) (a step of 0.5, 1 or 2: the product is exact).
-        if (hi > lo && u[i] < (a - lo) * (k < 4 ? 2.0f : k < 6 ? 1.0f : 0.5f)) ++k;
-      } else {
-        k = e2m1_code_rne(a);
-      }
+      const float a = normal_scale ? divide_rn(fabsf(f[i]), scale, rcp) : fabsf(f[i]) / scale;
+      k = Sr ? e2m1_code_sr(a, r[i]) : e2m1_code_rne(a);
     }
     const int code = k | ((f[i] < 0.0f && k != 0) ? 8 : 0);
     packed |= std::uint32_t(code) << (4 * i);

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Issue 13 on the GPU (carry .device-debs; see device_build.sh): build; the FP4 kernel checks (and
+# compute-sanitizer's memcheck over the decode GEMM's); the quantizer table (bench/quant_vs_pytorch.sh);
+# the decode rows of the FP4 GEMM table beside BF16 and PyTorch (bench/fp4_gemm_vs_pytorch.sh,
+# FP4_TOKENS=16); Nsight Compute on the decode GEMM; the Llama-2 7B training step at
+# 4096 tokens in NVFP4, BF16 and FP8 and the GLA-1.3B one in NVFP4, with `rafter compare` of the
+# three 7B steps. Logs, run.json files and the comparison chart land in $OUT/nvfp4.tgz.
+#   bash bench/nvfp4_gpu.sh [build-dir]
+# STAGES (default all) picks a subset, e.g. two calls of under 10 minutes each on a warm machine:
+#   STAGES="build tests quant" ...   then   STAGES="decode ncu steps" ...
+set -uo pipefail
+build=${1:-build-dev}
+out=/tmp/nvfp4
+stages=${STAGES:-build tests quant decode ncu steps}
+mkdir -p "$out"
+# shellcheck disable=SC1091
+source bench/device_prelude.sh
+export PYTHONUNBUFFERED=1
+finish() { tar czf "${OUT:-/tmp}/nvfp4-${stages// /-}.tgz" -C "$out" . 2>/dev/null; stamp "done"; }
+trap finish EXIT
+
+RAFTER_BUILD_TARGETS=${RAFTER_BUILD_TARGETS:-rafter test_workloads} build_or_env "" || exit 1
+rafter="$PWD/$build/apps/rafter/rafter"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temperature.gpu \
+  --format=csv,noheader | tee "$out/nvidia-smi.csv"
+
+if has tests; then
+  "$build/tests/test_workloads" --gtest_filter='Fp4GemmCuda.*:GpuQuant.*' >"$out/test_fp4.log" 2>&1
+  echo "test_workloads (FP4, quantizers): exit $?"; grep -E "^\[  (PASSED|FAILED) |Failure|error" "$out/test_fp4.log" | head
+  timeout 100 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_workloads" \
+    --gtest_filter='Fp4GemmCuda.DecodeKernel*' >"$out/memcheck_fp4.log" 2>&1
+  echo "compute-sanitizer memcheck (FP4 decode GEMM): exit $?"; grep -E "ERROR SUMMARY" "$out/memcheck_fp4.log"
+  stamp "tests"
+fi
+
+if has quant; then
+  OUT="$out/quant" PROBE_TIMEOUT=40 RAFTER_TIMEOUT=80 TORCH_TIMEOUT=150 bash bench/quant_vs_pytorch.sh "$build"
+  stamp "quantizers"
+fi
+
+if has decode; then
+  OUT="$out/decode" FP4_TOKENS=${FP4_TOKENS:-16} PROBE_TIMEOUT=40 RAFTER_TIMEOUT=150 TORCH_TIMEOUT=120 \
+    bash bench/fp4_gemm_vs_pytorch.sh "$build"
+  stamp "decode rows"
+fi
+
+# Nsight Compute on the decode GEMM at two shapes: where its time goes (speed of light, warp stalls).
+if has ncu; then
+  for shape in m=16,n=12288,k=4096 m=16,n=57344,k=8192; do
+    timeout 120 ncu --launch-skip 2 --launch-count 1 -k regex:decode --section SpeedOfLight \
+      --section WarpStateStats --section Occupancy --section LaunchStats "$rafter" profile --device cuda --op gemm \
+      --dtype nvfp4 --phase fwd --shape "$shape,batch=1" >"$out/ncu-$shape.txt" 2>&1
+    echo "ncu $shape: exit $?"
+    grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occupancy|Theoretical Occ|Warp Cycles Per Issued|Issued Ipc|Block Limit|Cluster Size|Grid Size" \
+      "$out/ncu-$shape.txt" | head -14
+  done
+  stamp "ncu"
+fi
+
+# $1 model, $2 precision, $3 timeout (s): one --quick training step at 4096 tokens into $out.
+step() {
+  local s; s=$(date +%s)
+  timeout "$3" "$rafter" profile --device cuda --model "$1" --phase train --seq 4096 --precision "$2" --quick \
+    --algo heuristic -o "$out/train-$1-$2.json" >"$out/train-$1-$2.txt" 2>"$out/train-$1-$2.err"
+  echo "rafter profile --device cuda --model $1 --phase train --seq 4096 --precision $2 --quick --algo heuristic:" \
+    "exit $?, $(( $(date +%s) - s )) s"
+  head -3 "$out/train-$1-$2.err"
+  grep -E "^total:|^step|record\(s\)|no backend|no_backend|failed|quantiz" "$out/train-$1-$2.txt" | head -8
+}
+if has steps; then
+  step llama2-7b nvfp4 240
+  step gla-1.3b nvfp4 150
+  step llama2-7b bf16 150
+  step llama2-7b fp8 150
+  timeout 120 "$rafter" probe --device cuda --quick -o "$out/machine.json" >"$out/probe.txt" 2>&1
+  (cd "$out" && "$rafter" compare train-llama2-7b-bf16.json train-llama2-7b-fp8.json train-llama2-7b-nvfp4.json \
+    -m machine.json -o compare-7b.svg >compare-7b.txt 2>&1; echo "rafter compare (7B bf16, fp8, nvfp4): exit $?"
+    grep -iE "^total|step|quantiz" compare-7b.txt | head -12)
+  stamp "steps"
+fi
