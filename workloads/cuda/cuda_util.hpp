@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -21,6 +23,27 @@ void check_cuda(cudaError_t status, const char* what);
 #define RAFTER_CUDA_CHECK(call) ::rafter::workloads::cuda::check_cuda((call), #call)
 // After a kernel launch: the launch error (bad configuration) surfaces here.
 #define RAFTER_CUDA_LAUNCH_CHECK(what) ::rafter::workloads::cuda::check_cuda(cudaGetLastError(), what)
+
+// A value made once per device, for what belongs to the device that was current when it was made:
+// function attributes (the dynamic shared-memory opt-in) and what depends on them (occupancy).
+// `make` runs outside any graph capture in rafter (a shape's first launch is its check's).
+template <class T>
+class PerDevice {
+ public:
+  template <class Make>
+  T get(Make&& make) {
+    int device = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto it = values_.find(device);
+    if (it == values_.end()) it = values_.emplace(device, make()).first;
+    return it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, T> values_;
+};
 
 // Element types the GPU backends store tensors in.
 enum class DType { F64, F32, BF16, F16, E4M3, E5M2, I8, I32, I64 };

@@ -190,16 +190,16 @@ __device__ __forceinline__ void async_tile(T* dst, RowPtr row_ptr, int rows, int
   }
 }
 
-// Opts a kernel in to `bytes` of dynamic shared memory once (outside any graph capture: the first
+// Opts a kernel in to `bytes` of dynamic shared memory once per device (outside any graph capture: the first
 // call of a shape is the check's or the timing estimate's, never a captured one). The largest
 // chunk (64) sets the bound, so that smaller chunks need no second call.
 template <auto Kernel>
 void allow_smem(int bytes) {
-  static const bool done = [&] {
+  static PerDevice<bool> opted_in;
+  opted_in.get([&] {
     RAFTER_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     return true;
-  }();
-  (void)done;
+  });
 }
 
 }  // namespace rafter::workloads::cuda::gla_dev

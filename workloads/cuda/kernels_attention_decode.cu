@@ -341,18 +341,19 @@ __global__ void __launch_bounds__(kTcWarps * 32)
   }
 }
 
-// Sets the tensor-core kernel's shared-memory limit (once) and returns how many of its blocks an SM holds.
+// Sets the tensor-core kernel's shared-memory limit (once per device) and returns how many of its blocks an
+// SM holds.
 template <int D>
 int tc_blocks_per_sm() {
-  static const int blocks = [] {
+  static PerDevice<int> blocks;
+  return blocks.get([] {
     RAFTER_CUDA_CHECK(cudaFuncSetAttribute(decode_partials_tc<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            tc_smem_bytes<D>()));
     int n = 0;
     RAFTER_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_partials_tc<D>, kTcWarps * 32, tc_smem_bytes<D>()));
     return std::max(n, 1);
-  }();
-  return blocks;
+  });
 }
 
 template <int D>

@@ -270,11 +270,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2) decode_gemm_kernel(DecodeArgs 
 template <int MT, Fp4Kind K>
 void launch_decode(const DecodeArgs& args, std::int64_t batch, cudaStream_t stream) {
   const int smem = MT * 8 * kSmemStride * int(sizeof(bf16));
-  static const bool configured = [smem] {
+  static PerDevice<bool> opted_in;
+  opted_in.get([smem] {
     RAFTER_CUDA_CHECK(cudaFuncSetAttribute(decode_gemm_kernel<MT, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
-  }();
-  (void)configured;
+  });
   const dim3 grid(unsigned((args.n + kRowsPerCta - 1) / kRowsPerCta),
                   unsigned((args.k / kChunk + kChunks - 1) / kChunks), unsigned(batch));
   decode_gemm_kernel<MT, K><<<grid, kWarps * 32, smem, stream>>>(args);
@@ -517,14 +517,14 @@ bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream)
   if (cluster == 0) return false;
   const int items = int(d.k / kItem);
   const std::int64_t row_groups = (d.n + kStreamRows - 1) / kStreamRows;
-  static const bool configured = [] {
+  static PerDevice<bool> opted_in;
+  opted_in.get([] {
     RAFTER_CUDA_CHECK(cudaFuncSetAttribute(stream_decode_kernel<MT, K>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, kBudgets[1]));
     RAFTER_CUDA_CHECK(
         cudaFuncSetAttribute(stream_decode_kernel<MT, K>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     return true;
-  }();
-  (void)configured;
+  });
   const int nl = (items + cluster - 1) / cluster;
   StreamArgs args{d.a, d.b, d.c, d.alpha, d.m, d.n, d.k, items, nl * kItem + 16};
   cudaLaunchAttribute attr[1];
