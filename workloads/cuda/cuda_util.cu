@@ -33,6 +33,14 @@ void check_cuda(cudaError_t status, const char* what) {
   throw InputError(message);
 }
 
+int sm_count() {
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute(SMs)");
+  return sms;
+}
+
 std::size_t dtype_bytes(DType t) {
   switch (t) {
     case DType::F64: case DType::I64: return 8;

@@ -24,6 +24,9 @@ void check_cuda(cudaError_t status, const char* what);
 // After a kernel launch: the launch error (bad configuration) surfaces here.
 #define RAFTER_CUDA_LAUNCH_CHECK(what) ::rafter::workloads::cuda::check_cuda(cudaGetLastError(), what)
 
+// SMs of the current device.
+int sm_count();
+
 // A value made once per device, for what belongs to the device that was current when it was made:
 // function attributes (the dynamic shared-memory opt-in) and what depends on them (occupancy).
 // `make` runs outside any graph capture in rafter (a shape's first launch is its check's).

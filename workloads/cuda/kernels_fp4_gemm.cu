@@ -501,13 +501,6 @@ int stream_cluster(int mt, std::int64_t n, std::int64_t k, std::int64_t batch, i
   return 0;
 }
 
-int sm_count() {
-  int device = 0, sms = 0;
-  RAFTER_CUDA_CHECK(cudaGetDevice(&device));
-  RAFTER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 // Launches the streaming kernel with as many row-group columns as the GPU holds clusters at once,
 // balanced so that every column walks the same number of row groups. False: the shape does not
 // fit, or no cluster of it fits on the GPU (the caller takes the one-shot kernel).

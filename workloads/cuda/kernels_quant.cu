@@ -392,9 +392,7 @@ void check_shape(QuantFormat f, std::int64_t rows, std::int64_t cols, bool rht) 
 
 void launch_amax(const bf16* x, std::int64_t n, bool rht, void* workspace, float* tensor_scale, float range,
                  cudaStream_t stream) {
-  int device = 0, sms = 0;
-  RAFTER_CUDA_CHECK(cudaGetDevice(&device));
-  RAFTER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = sm_count();
   const std::int64_t chunks =
       (n / 8 + kThreads * kAmaxVectorsPerThread - 1) / (kThreads * kAmaxVectorsPerThread);
   // 8 CTAs of 256 threads fill an SM; more CTAs would only lengthen the partials' reduction.
