@@ -309,23 +309,87 @@ struct StreamArgs {
   int act_stride;  // BF16 elements per token in shared memory
 };
 
+// NVFP4 runs this kernel on FP16 operands, MXFP4 on BF16 (E8M0 scales reach 2^127, beyond
+// FP16). An E2M1 code × 2^-14 is an FP16 whose bits all sit in its high byte: sign at bit 7, the
+// three magnitude bits at 3:1 (code 1, 0.5, becomes the subnormal 2^-15). So the 8 codes of a word
+// become two words of such bytes (the low and the high nibbles of its bytes, 5 instructions) and
+// each FP16 pair is one byte permute, then one multiply by the E4M3 block scale (exact: 2 + 4
+// significant bits, the product's last bit ≥ 2^-24, FP16's smallest subnormal). Both operands carry
+// 2^-14, so the sums are scaled back by 2^28. The BF16 decode of e2m1_pair_bits takes 4 instructions
+// a pair before its multiply; this one 1.75.
+__device__ __forceinline__ void e2m1_f16_bytes(unsigned w, unsigned& lo, unsigned& hi) {
+  lo = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);  // nibbles 0, 2, 4, 6
+  hi = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);         // nibbles 1, 3, 5, 7
+}
+
+// The pair of e2m1_pair_bits(w >> 8t) (from lo) or (w >> (8t + 4)) (from hi), as FP16 × 2^-14.
+__device__ __forceinline__ unsigned f16_pair(unsigned bytes, int t) {
+  return __byte_perm(bytes, 0u, t ? 0x3414u : 0x2404u);
+}
+
 template <Fp4Kind K>
-__device__ __forceinline__ unsigned weight_pair(unsigned w, __nv_bfloat162 s) {
+constexpr float kStreamUnfold = K == Fp4Kind::Nvfp4 ? 0x1p28f : 1.0f;
+
+template <Fp4Kind K>
+__device__ __forceinline__ unsigned mul2(unsigned a, unsigned s) {
+  if constexpr (K == Fp4Kind::Nvfp4) {
+    const __half2 r = __hmul2(*reinterpret_cast<__half2*>(&a), *reinterpret_cast<__half2*>(&s));
+    return *reinterpret_cast<const unsigned*>(&r);
+  } else {
+    return as_u32(__hmul2(as_bf162(a), as_bf162(s)));
+  }
+}
+
+// A block scale byte as the pair this kernel multiplies by: E4M3 → FP16 (exact), E8M0 → BF16.
+template <Fp4Kind K>
+__device__ __forceinline__ unsigned stream_scale(std::uint8_t s) {
+  if constexpr (K == Fp4Kind::Nvfp4) {
+    const unsigned h = __nv_cvt_fp8_to_halfraw(s, __NV_E4M3).x;
+    return h | (h << 16);
+  } else {
+    return as_u32(scale_pair<K>(s));
+  }
+}
+
+// The 32 values of 16 bytes in decode_group's order, in this kernel's operand type.
+template <Fp4Kind K>
+__device__ __forceinline__ void stream_decode_group(uint4 v, unsigned s0, unsigned s1,
+                                                    unsigned (&out)[8][2]) {
+  if constexpr (K == Fp4Kind::Nvfp4) {
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      unsigned lo, hi;
+      e2m1_f16_bytes(w[j], lo, hi);
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        out[2 * j + t][0] = mul2<K>(f16_pair(lo, t), j >= 2 ? s1 : s0);
+        out[2 * j + t][1] = mul2<K>(f16_pair(hi, t), j >= 2 ? s1 : s0);
+      }
+    }
+  } else {
+    decode_group<K>(v, as_bf162(s0), as_bf162(s1), out);
+  }
+}
+
+template <Fp4Kind K>
+__device__ __forceinline__ void stream_mma(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                           unsigned b0, unsigned b1) {
   if constexpr (K == Fp4Kind::Nvfp4)
-    return as_u32(__hmul2(as_bf162(e2m1_pair_bits(w)), s));  // s carries the 2^64 fold
+    dev::mma_f16(c, a0, a1, a2, a3, b0, b1);
   else
-    return decode_pair(w, s);
+    dev::mma_bf16(c, a0, a1, a2, a3, b0, b1);
 }
 
 // The block scales of one thread's 16 bytes h (0, 1) of a row's item, from the scale word loaded
 // with it (NVFP4: 4 bytes, blocks 2h and 2h+1; MXFP4: 2 bytes, block h for all 32 values).
 template <Fp4Kind K>
-__device__ __forceinline__ void item_scales(unsigned word, int h, __nv_bfloat162& s0, __nv_bfloat162& s1) {
+__device__ __forceinline__ void item_scales(unsigned word, int h, unsigned& s0, unsigned& s1) {
   if constexpr (K == Fp4Kind::Nvfp4) {
-    s0 = weight_scale_pair<K>(std::uint8_t(word >> (16 * h)));
-    s1 = weight_scale_pair<K>(std::uint8_t(word >> (16 * h + 8)));
+    s0 = stream_scale<K>(std::uint8_t(word >> (16 * h)));
+    s1 = stream_scale<K>(std::uint8_t(word >> (16 * h + 8)));
   } else {
-    s0 = s1 = weight_scale_pair<K>(std::uint8_t(word >> (8 * h)));
+    s0 = s1 = stream_scale<K>(std::uint8_t(word >> (8 * h)));
   }
 }
 
@@ -345,10 +409,10 @@ __device__ void stage_stream_activations(const StreamArgs& p, std::int64_t batch
       const std::uint8_t* sc = p.a.scales + row * scales_per_row;
       if constexpr (K == Fp4Kind::Nvfp4) {
         const std::int64_t blk = item * 16 + q * 4 + h * 2;
-        decode_group<K>(v, scale_pair<K>(sc[blk]), scale_pair<K>(sc[blk + 1]), d);
+        stream_decode_group<K>(v, stream_scale<K>(sc[blk]), stream_scale<K>(sc[blk + 1]), d);
       } else {
-        const __nv_bfloat162 s = scale_pair<K>(sc[item * 8 + q * 2 + h]);
-        decode_group<K>(v, s, s, d);
+        const unsigned s = stream_scale<K>(sc[item * 8 + q * 2 + h]);
+        stream_decode_group<K>(v, s, s, d);
       }
     }
     uint2* dst = reinterpret_cast<uint2*>(act + token * p.act_stride + (2 * li + h) * kChunk + q * 4);
@@ -368,7 +432,8 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
   cg::cluster_group cluster = cg::this_cluster();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   float* red = reinterpret_cast<float*>(smem_raw);                     // [2][MT·8][kRedStride]
-  bf16* act = reinterpret_cast<bf16*>(red + 2 * MT * 8 * kRedStride);  // [MT·8][act_stride]
+  bf16* act =
+      reinterpret_cast<bf16*>(red + 2 * MT * 8 * kRedStride);  // [MT·8][act_stride]: FP16 bits for NVFP4
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int S = int(cluster.num_blocks()), rank = int(cluster.block_rank());
   const std::int64_t batch = blockIdx.z;
@@ -432,7 +497,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
       if (row0 + row >= p.n) continue;
       float sum = 0.0f;
       for (int r = 0; r < S; ++r) sum += cluster.map_shared_rank(rb, r)[token * kRedStride + row];
-      p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(p.alpha * (sum * kWeightUnfold<K>));
+      p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(p.alpha * (sum * kStreamUnfold<K>));
     }
     buf ^= 1;
     ++rg_done;
@@ -446,26 +511,33 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
       load(slot[s]);  // the item kStages ahead, in flight while this one is multiplied
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        __nv_bfloat162 sl[4], sh[4];
+        unsigned sl[4], sh[4];
 #pragma unroll
         for (int r = 0; r < 4; ++r) item_scales<K>(w.sc[r], h, sl[r], sh[r]);
         const bf16* a_sub = act + (2 * item + h) * kChunk + q * 4;
 #pragma unroll
         for (int st = 0; st < 8; ++st) {
-          const int j = st / 2, sh_bits = 8 * (st % 2);
+          const int j = st / 2, t = st % 2;
           unsigned lo[4], hi[4];
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             const unsigned word = (&w.v[r][h].x)[j];
-            const __nv_bfloat162 sc = j >= 2 ? sh[r] : sl[r];
-            lo[r] = weight_pair<K>(word >> sh_bits, sc);
-            hi[r] = weight_pair<K>(word >> (sh_bits + 4), sc);
+            const unsigned sc = j >= 2 ? sh[r] : sl[r];
+            if constexpr (K == Fp4Kind::Nvfp4) {
+              unsigned lb, hb;
+              e2m1_f16_bytes(word, lb, hb);
+              lo[r] = mul2<K>(f16_pair(lb, t), sc);
+              hi[r] = mul2<K>(f16_pair(hb, t), sc);
+            } else {
+              lo[r] = decode_pair(word >> (8 * t), as_bf162(sc));
+              hi[r] = decode_pair(word >> (8 * t + 4), as_bf162(sc));
+            }
           }
 #pragma unroll
-          for (int t = 0; t < MT; ++t) {
-            const uint2 b = *reinterpret_cast<const uint2*>(a_sub + (t * 8 + g) * p.act_stride + st * 16);
-            dev::mma_bf16(acc[0][t], lo[0], lo[1], hi[0], hi[1], b.x, b.y);
-            dev::mma_bf16(acc[1][t], lo[2], lo[3], hi[2], hi[3], b.x, b.y);
+          for (int t2 = 0; t2 < MT; ++t2) {
+            const uint2 b = *reinterpret_cast<const uint2*>(a_sub + (t2 * 8 + g) * p.act_stride + st * 16);
+            stream_mma<K>(acc[0][t2], lo[0], lo[1], hi[0], hi[1], b.x, b.y);
+            stream_mma<K>(acc[1][t2], lo[2], lo[3], hi[2], hi[3], b.x, b.y);
           }
         }
       }
