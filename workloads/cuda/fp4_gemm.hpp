@@ -1,6 +1,7 @@
 // Launchers of the FP4 GEMM kernels (kernels_fp4_gemm.cu) behind "cuda.fp4_emulated". sm_90 has no
-// FP4 tensor cores: both paths decode E2M1 × block scale to BF16, which is exact (2 + 4 significant
-// bits, E4M3/E8M0 exponents inside BF16's range), multiply on BF16 tensor cores with FP32
+// FP4 tensor cores: both paths decode E2M1 × block scale to BF16 (the streaming decode kernel: FP16
+// for NVFP4, kernels_fp4_gemm.cu), which is exact (2 + 4 significant bits, E4M3/E8M0 exponents inside
+// BF16's range), multiply on 16-bit tensor cores with FP32
 // accumulation and apply the FP32 tensor scales (alpha) once at the end, so the result is the one
 // FP32-accumulating FP4 hardware computes, up to the order of the FP32 sums.
 // Operands are K-contiguous, as the recipe stores every FP4 copy: codes [rows, k/2] (two E2M1 per
