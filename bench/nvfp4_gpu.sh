@@ -4,14 +4,15 @@
 # the decode rows of the FP4 GEMM table beside BF16 and PyTorch (bench/fp4_gemm_vs_pytorch.sh,
 # FP4_TOKENS=16); Nsight Compute on the decode GEMM; the Llama-2 7B training step at
 # 4096 tokens in NVFP4, BF16 and FP8 and the GLA-1.3B one in NVFP4, with `rafter compare` of the
-# three 7B steps. Logs, run.json files and the comparison chart land in $OUT/nvfp4.tgz.
+# three 7B steps; the Llama-2 70B decode step (batch 16, KV 4096) in NVFP4 and BF16 with their
+# `rafter compare` (stage decode_step). Logs, run.json files and the charts land in $OUT/nvfp4.tgz.
 #   bash bench/nvfp4_gpu.sh [build-dir]
 # STAGES (default all) picks a subset, e.g. two calls of under 10 minutes each on a warm machine:
 #   STAGES="build tests quant" ...   then   STAGES="decode ncu steps" ...
 set -uo pipefail
 build=${1:-build-dev}
 out=/tmp/nvfp4
-stages=${STAGES:-build tests quant decode ncu steps}
+stages=${STAGES:-build tests quant decode ncu steps decode_step}
 mkdir -p "$out"
 # shellcheck disable=SC1091
 source bench/device_prelude.sh
@@ -25,8 +26,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temp
   --format=csv,noheader | tee "$out/nvidia-smi.csv"
 
 if has tests; then
-  "$build/tests/test_workloads" --gtest_filter='Fp4GemmCuda.*:GpuQuant.*' >"$out/test_fp4.log" 2>&1
-  echo "test_workloads (FP4, quantizers): exit $?"; grep -E "^\[  (PASSED|FAILED) |Failure|error" "$out/test_fp4.log" | head
+  "$build/tests/test_workloads" --gtest_filter='Fp4GemmCuda.*:GpuQuant.*:GpuKernelsCuda.Fp4GemmTimesItsHotPatch' \
+    >"$out/test_fp4.log" 2>&1
+  echo "test_workloads (FP4, quantizers, hot patch): exit $?"
+  grep -E "^\[  (PASSED|FAILED) |Failure|error|^hot patch" "$out/test_fp4.log" | head
   timeout 100 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_workloads" \
     --gtest_filter='Fp4GemmCuda.DecodeKernel*' >"$out/memcheck_fp4.log" 2>&1
   echo "compute-sanitizer memcheck (FP4 decode GEMM): exit $?"; grep -E "ERROR SUMMARY" "$out/memcheck_fp4.log"
@@ -77,4 +80,20 @@ if has steps; then
     -m machine.json -o compare-7b.svg >compare-7b.txt 2>&1; echo "rafter compare (7B bf16, fp8, nvfp4): exit $?"
     grep -iE "^total|step|quantiz" compare-7b.txt | head -12)
   stamp "steps"
+fi
+
+# The 70B decode step: every linear's FP4 GEMM and its patch, against BF16.
+if has decode_step; then
+  for p in nvfp4 bf16; do
+    timeout 200 "$rafter" profile --device cuda --model llama2-70b --phase decode --batch 16 --kv-len 4096 \
+      --precision $p --quick --algo heuristic -o "$out/decode-llama2-70b-$p.json" >"$out/decode-llama2-70b-$p.txt" \
+      2>"$out/decode-llama2-70b-$p.err"
+    echo "rafter profile --device cuda --model llama2-70b --phase decode --batch 16 --kv-len 4096 --precision $p: exit $?"
+    grep -E "^total:|^step|record\(s\)|no_backend|failed" "$out/decode-llama2-70b-$p.txt" | head -4
+  done
+  [ -f "$out/machine.json" ] || timeout 120 "$rafter" probe --device cuda --quick -o "$out/machine.json" >"$out/probe.txt" 2>&1
+  (cd "$out" && "$rafter" compare decode-llama2-70b-bf16.json decode-llama2-70b-nvfp4.json -m machine.json \
+    -o compare-70b-decode.svg >compare-70b-decode.txt 2>&1; echo "rafter compare (70B decode bf16, nvfp4): exit $?"
+    grep -iE "^total|step|quantiz|gemm" compare-70b-decode.txt | head -12)
+  stamp "decode step"
 fi

@@ -6,6 +6,7 @@ Modes (bench/quant_vs_pytorch.sh runs them in one device call):
   torch  --out torch.json                 the same quantizer written here from its definition (below),
                                           eager and torch.compile, same shapes, same timing method
   table  --rafter-json --torch-json --machine machine.json
+QUANT_ROWS=patches runs the hot-channel patch rows only (bench/quant_vs_pytorch.sh then skips torch).
 
 Rows: Llama-2 7B shapes, activations 4096 tokens x 4096 / 11008 features (NVFP4 1x16, MXFP4, FP8 with
 current scaling), weights 11008x4096 / 4096x11008 (NVFP4 16x16), the weight-gradient operand (NVFP4
@@ -15,7 +16,9 @@ not fit in L2, once when it does) against rafter's own HBM roof for that traffic
 interpolated as the roofline does (bench/mix_roofs_table.py); targets: >= 90 % of that roof, and
 faster than torch.compile. The PyTorch side is timed with bench/gpu_operators_vs_pytorch.py's method
 (rafter's: cold L2, CUDA graph, external events). Last, the hot-channel patch at about 1 % of K
-beside the NVFP4 GEMM it patches (target: <= 5 % of its time).
+beside the NVFP4 GEMM it patches: as its own operator (a BF16 GEMM with beta = 1 over all of Y) and
+inside the GEMM as `hot` channels of extra K, whose record times the GEMM without its patch too
+(details.hot_patch; target: <= 5 % of its time).
 """
 import json
 import os
@@ -48,23 +51,25 @@ ROWS = [
 ]
 
 
-# (patch, the NVFP4 GEMM it patches): Llama-2 7B o_proj (K 4096) and down_proj (K 11008) at 4096
-# tokens, hot = 1 % of K rounded to a multiple of 8 (16-byte rows for cuBLASLt).
-PATCHES = [
-    ({"name": "patch o_proj hot=40", "op": "hot_channel_patch", "phase": "fwd", "precision": "bf16",
-      "shape": {"tokens": 4096, "out": 4096, "hot": 40}},
-     {"name": "gemm o_proj nvfp4", "op": "gemm", "phase": "fwd", "precision": "nvfp4",
-      "shape": {"m": 4096, "n": 4096, "k": 4096, "batch": 1}}),
-    ({"name": "patch down_proj hot=112", "op": "hot_channel_patch", "phase": "fwd", "precision": "bf16",
-      "shape": {"tokens": 4096, "out": 4096, "hot": 112}},
-     {"name": "gemm down_proj nvfp4", "op": "gemm", "phase": "fwd", "precision": "nvfp4",
-      "shape": {"m": 4096, "n": 4096, "k": 11008, "batch": 1}}),
-]
+# (patch as its own operator, the NVFP4 GEMM it patches, that GEMM with the patch inside as `hot`
+# channels of extra K): Llama-2 7B o_proj (K 4096) and down_proj (K 11008) at 4096 tokens, hot = 1 %
+# of K rounded to a multiple of 8.
+def patch_rows(proj, k, hot):
+    gemm = {"m": 4096, "n": 4096, "k": k, "batch": 1}
+    return ({"name": f"patch {proj} hot={hot}", "op": "hot_channel_patch", "phase": "fwd", "precision": "bf16",
+             "shape": {"tokens": 4096, "out": 4096, "hot": hot}},
+            {"name": f"gemm {proj} nvfp4", "op": "gemm", "phase": "fwd", "precision": "nvfp4", "shape": gemm},
+            {"name": f"gemm {proj} nvfp4 hot={hot}", "op": "gemm", "phase": "fwd", "precision": "nvfp4",
+             "shape": dict(gemm, hot=hot)})
+
+
+PATCHES = [patch_rows("o_proj", 4096, 40), patch_rows("down_proj", 11008, 112)]
 
 
 def run_rafter(args):
     results = {}
-    for row in ROWS + [r for pair in PATCHES for r in pair]:
+    patches = [r for rows in PATCHES for r in rows]
+    for row in patches if os.environ.get("QUANT_ROWS") == "patches" else ROWS + patches:
         rafter_row(args.rafter, row, [], results)
         json.dump(results, open(args.out, "w"), indent=1)
 
@@ -221,12 +226,19 @@ def table(args):
               + ("" if rec else f"  ({entry.get('stderr', 'no record')[-80:]})"))
     print(f"\nrows missing a target (>= 90 % of the mix's HBM roof, faster than torch.compile, check): "
           f"{', '.join(fails) if fails else 'none'}")
-    print(f"\n{'hot-channel patch':<26}{'patch us':>10}{'gemm us':>10}{'share':>8}  target <= 5 %")
-    for patch, gemm in PATCHES:
-        tp, tg = ((((raf.get(row_key(r)) or {}).get("record") or {}).get("time") or {}).get("value")
-                  for r in (patch, gemm))
-        share = f"{tp / tg * 100:.1f}%" if tp and tg else "-"
-        print(f"{patch['name']:<26}{us(tp):>10}{us(tg):>10}{share:>8}  {gemm['name']}")
+    print(f"\n{'hot-channel patch':<26}{'patch us':>10}{'gemm us':>10}{'share':>8}"
+          f"{'fused us':>10}{'without':>9}{'share':>8}{'vs row':>8}  target <= 5 % (fused)")
+    for patch, gemm, fused in PATCHES:
+        recs = [((raf.get(row_key(r)) or {}).get("record") or {}) for r in (patch, gemm, fused)]
+        tp, tg, tf = ((r.get("time") or {}).get("value") for r in recs)
+        hp = (recs[2].get("details") or {}).get("hot_patch") or {}
+        pct = lambda a, b: f"{(a - b) / b * 100:.1f}%" if a and b else "-"  # noqa: E731
+        share = hp.get("patch_share")
+        ok = share is not None and share <= 0.05 and (recs[2].get("check") or {}).get("passed")
+        print(f"{patch['name']:<26}{us(tp):>10}{us(tg):>10}{(f'{tp / tg * 100:.1f}%' if tp and tg else '-'):>8}"
+              f"{us(tf):>10}{us(hp.get('gemm_without_patch_seconds')):>9}"
+              f"{(f'{share * 100:.1f}%' if share is not None else '-'):>8}{pct(tf, tg):>8}"
+              f"  {'ok' if ok else 'NO'} {gemm['name']}")
 
 
 def main():

@@ -4,7 +4,7 @@
 # dequantize records at Llama-2 7B shapes, the same quantizers in PyTorch (eager and torch.compile,
 # written from the definition in bench/quant_vs_pytorch.py), then the table. Logs and JSON under $OUT
 # (or /tmp/quant).
-#   bash bench/quant_vs_pytorch.sh [build-dir]
+#   bash bench/quant_vs_pytorch.sh [build-dir]        (QUANT_ROWS=patches: the hot-patch rows only)
 set -uo pipefail
 build=${1:-build-dev}
 out=${OUT:-/tmp/quant}
@@ -18,7 +18,7 @@ timeout "${PROBE_TIMEOUT:-90}" "$rafter" probe --device cuda --quick --filter '^
   -o "$out/machine-cuda.json" >"$out/probe.log" 2>&1 || echo "rafter probe failed (rc $?)"
 timeout "${RAFTER_TIMEOUT:-120}" python3 $py rafter --rafter "$rafter" --out "$out/quant-rafter.json" \
   >"$out/quant-rafter.log" 2>&1 || { echo "rafter side failed or timed out"; tail -5 "$out/quant-rafter.log"; }
-timeout "${TORCH_TIMEOUT:-200}" python3 $py torch --out "$out/quant-torch.json" \
+[ "${QUANT_ROWS:-}" = patches ] || timeout "${TORCH_TIMEOUT:-200}" python3 $py torch --out "$out/quant-torch.json" \
   >"$out/quant-torch.log" 2>&1 || { echo "torch side failed or timed out"; tail -5 "$out/quant-torch.log"; }
 python3 $py table --rafter-json "$out/quant-rafter.json" --torch-json "$out/quant-torch.json" \
   --machine "$out/machine-cuda.json" | tee "$out/quant-table.txt"

@@ -65,6 +65,16 @@ TEST(CpuIsaPaths, GemmsRunNativelyWhereOneDnnCanAndViaFp32Otherwise) {
   const OperatorRecord patch = run_check_shape("hot_channel_patch", "fwd", "bf16");
   expect_ran_and_passed(patch);
   EXPECT_EQ(patch.emulated_via, native_bf16 ? "" : "fp32");
+  // The same patch inside an FP4 GEMM (hot channels): the GEMM, then the patch matmul into C.
+  const auto& gemm = OperatorRegistry::instance().get("gemm");
+  for (const char* p : {"nvfp4", "mxfp4"}) {
+    OpInstance inst =
+        normalize_instance(gemm, {"gemm", "", "fwd", {{"m", 48}, {"n", 64}, {"k", 256}, {"hot", 20}}, p, 1});
+    const OperatorRecord r = profile_instance(inst, tiny_context(), {});
+    expect_ran_and_passed(r);
+    ASSERT_TRUE(r.details.contains("hot_patch")) << p;
+    EXPECT_EQ(r.details["hot_patch"]["channels"], 20) << p;
+  }
 }
 
 // Every phase and precision of every non-collective operator has a CPU kernel, whatever the held

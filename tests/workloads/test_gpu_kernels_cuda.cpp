@@ -79,6 +79,11 @@ std::vector<Case> cases() {
       c.push_back({"gemm", phase, p, {{"m", 16}, {"n", 128}, {"k", 256}, {"batch", 2}}});
       c.push_back({"gemm", phase, p, {{"m", 128}, {"n", 96}, {"k", 320}, {"batch", 1}}});
     }
+  // The hot-channel patch inside the FP4 GEMM: extra K (prefill; hot 20 pads to 24 columns) and a
+  // BF16 GEMM into C (decode), at full size too (timed with and without the patch).
+  c.push_back({"gemm", "fwd", "nvfp4", {{"m", 128}, {"n", 96}, {"k", 320}, {"batch", 1}, {"hot", 20}}});
+  c.push_back({"gemm", "fwd", "mxfp4", {{"m", 16}, {"n", 128}, {"k", 256}, {"batch", 1}, {"hot", 16}}});
+  c.push_back({"gemm", "fwd", "nvfp4", {{"m", 4096}, {"n", 4096}, {"k", 4096}, {"batch", 1}, {"hot", 40}}});
   // Quantizers: every format, 16×16 tiles, RHT, stochastic rounding, FP8 with a ragged tail.
   for (const char* p : {"nvfp4", "mxfp4", "fp8_e4m3", "fp8_e5m2"}) {
     c.push_back({"quantize", "fwd", p, {{"rows", 48}, {"cols", 320}}});
@@ -168,6 +173,30 @@ TEST(GpuKernelsCuda, EveryKernelMatchesTheReference) {
     EXPECT_TRUE(r.check.passed) << "error " << r.check.error << " tolerance " << r.check.tolerance;
     std::printf("check %-18s %-10s %-14s error %.3e tolerance %.1e %s\n", c.op, c.phase, c.precision, r.check.error,
                 r.check.tolerance, r.check.passed ? "pass" : "FAIL");
+  }
+}
+
+// An FP4 GEMM with hot channels is timed with and without its patch, on the same buffers.
+TEST(GpuKernelsCuda, Fp4GemmTimesItsHotPatch) {
+  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  ExecContext ctx;
+  ctx.device = "cuda:0";
+  ctx.policy = rafter::RepeatPolicy::quick();
+  for (std::int64_t m : {16, 1024}) {
+    OpInstance i;
+    i.op = "gemm", i.phase = "fwd", i.precision = "nvfp4";
+    i.shape = {{"m", m}, {"n", 2048}, {"k", 2048}, {"batch", 1}, {"hot", 24}};
+    const rafter::OperatorRecord r = profile_instance(i, ctx, {});
+    SCOPED_TRACE("m = " + std::to_string(m));
+    ASSERT_EQ(r.status, rafter::RecordStatus::Ok) << r.note;
+    ASSERT_TRUE(r.details.contains("hot_patch")) << r.details.dump();
+    const auto& h = r.details["hot_patch"];
+    EXPECT_EQ(h["channels"], 24);
+    EXPECT_GT(h["gemm_without_patch_seconds"].get<double>(), 0.0);
+    EXPECT_TRUE(h.contains("patch_share"));
+    std::printf("hot patch m=%lld: %.1f us with, %.1f us without (%+.1f %%)\n", static_cast<long long>(m),
+                r.time->value * 1e6, h["gemm_without_patch_seconds"].get<double>() * 1e6,
+                100 * h["patch_share"].get<double>());
   }
 }
 

@@ -209,6 +209,24 @@ TEST(OperatorCosts, QuantizersAndPatch) {
   c = cost_of("hot_channel_patch", {{"tokens", 64}, {"out", 128}, {"hot", 32}}, "bf16");
   EXPECT_DOUBLE_EQ(flops(c, "bf16"), 2.0 * 64 * 128 * 32);
   EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2.0 * (64 * 32 + 128 * 32 + 2 * 64 * 128));
+  // The same patch inside an FP4 GEMM: its BF16 FLOPs and R, W_hot read once; C not read again.
+  const auto plain =
+      cost_of("gemm", {{"m", 64}, {"n", 128}, {"k", 256}, {"batch", 1}}, "nvfp4", "fwd", kLevels);
+  c = cost_of("gemm", {{"m", 64}, {"n", 128}, {"k", 256}, {"batch", 1}, {"hot", 32}}, "nvfp4", "fwd",
+              kLevels);
+  EXPECT_DOUBLE_EQ(flops(c, "bf16"), 2.0 * 64 * 128 * 32);
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes - plain.compulsory_bytes, 2.0 * (64 * 32 + 128 * 32));
+  EXPECT_DOUBLE_EQ(c.bytes.back().bytes - plain.bytes.back().bytes, 2.0 * (64 * 32 + 128 * 32));
+  // Only FP4 forward GEMMs of one batch carry a patch, of at most k channels.
+  EXPECT_THROW(cost_of("gemm", {{"m", 64}, {"n", 128}, {"k", 256}, {"batch", 1}, {"hot", 32}}, "bf16"),
+               InputError);
+  EXPECT_THROW(
+      cost_of("gemm", {{"m", 64}, {"n", 128}, {"k", 256}, {"batch", 1}, {"hot", 32}}, "nvfp4", "bwd_input"),
+      InputError);
+  EXPECT_THROW(cost_of("gemm", {{"m", 64}, {"n", 128}, {"k", 256}, {"batch", 2}, {"hot", 32}}, "nvfp4"),
+               InputError);
+  EXPECT_THROW(cost_of("gemm", {{"m", 64}, {"n", 128}, {"k", 256}, {"batch", 1}, {"hot", 512}}, "nvfp4"),
+               InputError);
 }
 
 TEST(OperatorCosts, CollectivesUseBusBandwidthFactors) {

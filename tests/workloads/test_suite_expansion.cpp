@@ -206,7 +206,11 @@ TEST(SuiteExpansion, Nvfp4RecipeAddsQuantizersPatchesAndBf16Layers) {
   EXPECT_EQ(g[0].count, 3);  // 6 layers − first 1 − last 2 kept in BF16
   EXPECT_EQ(find(ops, "bf16_layer.mlp.down_proj", "fwd")[0].count, 3);
   EXPECT_EQ(find(ops, "bf16_layer.mlp.down_proj", "fwd")[0].precision, "bf16");
-  EXPECT_EQ(find(ops, "layer.mlp.down_proj.hot_patch", "fwd").size(), 1u);
+  // The hot-channel patch rides inside the FP4 forward GEMM as its `hot` channels, not as its own op.
+  EXPECT_EQ(g[0].shape.at("hot"), 32);
+  EXPECT_TRUE(find(ops, "layer.mlp.down_proj.hot_patch", "fwd").empty());
+  EXPECT_EQ(find(ops, "layer.mlp.down_proj", "bwd_input")[0].shape.count("hot"), 0u);
+  EXPECT_EQ(find(ops, "bf16_layer.mlp.down_proj", "fwd")[0].shape.count("hot"), 0u);
   const auto qw = find(ops, "layer.mlp.down_proj.quant_w", "fwd");
   ASSERT_EQ(qw.size(), 1u);
   EXPECT_EQ(qw[0].shape.at("block2d"), 1);

@@ -2,7 +2,8 @@
 // per-tensor symmetric scales) through oneDNN's matmul; TF32 and FP16 emulated (inputs rounded to
 // the format, FP32 GEMM: the products of TF32/FP16 values are exact in FP32); FP8, NVFP4, MXFP4
 // emulated: operands stored quantized, the timed call dequantizes them to BF16 and runs the BF16
-// GEMM. cpu.native: FP64 (oneDNN has no f64 matmul). The hot-channel patch: hot_patch_onednn.cpp.
+// GEMM. cpu.native: FP64 (oneDNN has no f64 matmul). The hot-channel patch: hot_patch_onednn.cpp;
+// an FP4 GEMM with `hot` runs it right after its matmul, into C (on the GPU it is extra K instead).
 // Where oneDNN has no matmul for the storage type on this CPU (BF16 without AVX-512 in oneDNN 2.6,
 // INT8 without VNNI: its sums saturate; asked of oneDNN, onednn_matmul.hpp), the GEMM still runs,
 // emulated via FP32: the operands stay stored in their precision and the timed call widens them to
@@ -15,6 +16,7 @@
 
 #include "block_quant.hpp"
 #include "cpu_kernel.hpp"
+#include "hot_patch_onednn.hpp"
 #include "onednn_matmul.hpp"
 
 namespace rafter::workloads::cpu {
@@ -25,10 +27,19 @@ bool quantized(const std::string& p) { return p.rfind("fp8", 0) == 0 || p == "nv
 class GemmKernel : public Kernel {
  public:
   explicit GemmKernel(const OpInstance& inst)
-      : prec_(inst.precision), phase_(inst.phase), b_(shape_value(inst, "batch")), m_(shape_value(inst, "m")),
-        n_(shape_value(inst, "n")), k_(shape_value(inst, "k")) {
+      : prec_(inst.precision),
+        phase_(inst.phase),
+        b_(shape_value(inst, "batch")),
+        m_(shape_value(inst, "m")),
+        n_(shape_value(inst, "n")),
+        k_(shape_value(inst, "k")),
+        hot_(shape_value(inst, "hot", 0)) {
     inputs.push_back(make_tensor("A", DType::F32, {b_, m_, k_}));
     inputs.push_back(make_tensor("B", DType::F32, {b_, k_, n_}));
+    if (hot_ > 0) {  // batch 1 (ops_gemm.cpp)
+      inputs.push_back(make_tensor("R", DType::BF16, {m_, hot_}));
+      inputs.push_back(make_tensor("W_hot", DType::BF16, {n_, hot_}));
+    }
     const DType out = prec_ == "int8" ? DType::S32 : (prec_ == "fp32" || prec_ == "tf32" || prec_ == "fp16") ? DType::F32 : DType::BF16;
     outputs.push_back(make_tensor("C", out, {b_, m_, n_}));
     details["library"] = "oneDNN " + onednn_version();
@@ -37,7 +48,11 @@ class GemmKernel : public Kernel {
   void prepare() override {
     a_t_ = phase_ == "bwd_weight";
     b_t_ = phase_ == "fwd";
-    if (quantized(prec_)) return prepare_quantized();
+    if (quantized(prec_)) {
+      prepare_quantized();
+      if (hot_ > 0) prepare_patch();
+      return;
+    }
     dt type = dt::f32;
     if (prec_ == "bf16") type = dt::bf16;
     if (prec_ == "int8") type = dt::s8;
@@ -64,6 +79,7 @@ class GemmKernel : public Kernel {
     prim_.execute(s, {{DNNL_ARG_SRC, mem_a_}, {DNNL_ARG_WEIGHTS, mem_b_}, {DNNL_ARG_DST, mem_c_}});
     s.wait();
     if (via_fp32_) narrow(static_cast<const float*>(c32_.data()), out_type(), outputs[0].buffer.data(), b_ * m_ * n_);
+    if (hot_ > 0) patch_.run();
   }
 
   std::vector<std::vector<double>> results() const override {
@@ -173,6 +189,16 @@ class GemmKernel : public Kernel {
     build(matmul_md(b_, m_, k_, staging, false), matmul_md(b_, k_, n_, staging, true));
   }
 
+  // C += R·W_hotᵀ in BF16 after the GEMM, timed with it.
+  void prepare_patch() {
+    nlohmann::json how;
+    patch_.prepare(m_, n_, hot_, inputs[2].buffer.data(), inputs[3].buffer.data(), outputs[0].buffer.data(),
+                   how);
+    how["channels"] = hot_;
+    how["how"] = "a second oneDNN matmul R·W_hotᵀ added into C after the GEMM, timed with it";
+    details["hot_patch"] = how;
+  }
+
   void build(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
     const bool fp32 = via_fp32_;
     const auto c = matmul_md(b_, m_, n_, fp32 ? dt::f32 : out_type(), false);
@@ -186,13 +212,14 @@ class GemmKernel : public Kernel {
   }
 
   std::string prec_, phase_;
-  std::int64_t b_, m_, n_, k_;
+  std::int64_t b_, m_, n_, k_, hot_;
   bool a_t_ = false, b_t_ = false;
   float scale_a_ = 1, scale_b_ = 1;
   dt stored_ = dt::f32;     // the operands' storage type (not quantized)
   bool via_fp32_ = false;  // run as an FP32 matmul on widened or dequantized operands
   Buffer abuf_, bbuf_, a32_, b32_, c32_;
   QuantizedTensor qa_, qb_;
+  HotPatchMatmul patch_;
   dnnl::matmul prim_;
   dnnl::memory mem_a_, mem_b_, mem_c_;
 };

@@ -22,9 +22,18 @@ struct Fp4Matrix {
   const std::uint8_t* scales = nullptr;
 };
 
-// out[rows, k] = code × block scale in BF16 (exact; the tensor scale is left to the GEMM's alpha).
+// out[rows, k] = code × block scale in BF16 (exact; the tensor scale is left to the GEMM's alpha),
+// rows `out_stride` elements apart (0: k).
 void fp4_dequantize_bf16(Fp4Matrix in, __nv_bfloat16* out, std::int64_t rows, std::int64_t k, Fp4Kind kind,
-                         cudaStream_t stream);
+                         cudaStream_t stream, std::int64_t out_stride = 0);
+
+// The hot-channel patch as extra K of the prefill path's BF16 GEMM (C = alpha·[A | R/alpha]·[B | W]ᵀ):
+// columns k … k+pad of A16 [m, stride] get R [m, hot] × r_scale (1/alpha, rounded once to BF16) and
+// those of B16 [n, stride] get W_hot [n, hot]; columns hot … pad−1 get zeros (the caller pads the
+// rows to 128-byte multiples). One launch.
+void fp4_hot_columns(const __nv_bfloat16* r, const __nv_bfloat16* w_hot, float r_scale, __nv_bfloat16* a16,
+                     __nv_bfloat16* b16, std::int64_t m, std::int64_t n, std::int64_t hot, std::int64_t pad,
+                     std::int64_t k, std::int64_t stride, cudaStream_t stream);
 
 // Decode-shaped GEMM, C[b, m, n] = alpha · A[b, m, k] · B[b, n, k]ᵀ in BF16 for m ≤ 64: each weight
 // byte is read from HBM once, decoded in registers and fed to mma.sync. Two kernels: the streaming
@@ -37,7 +46,15 @@ bool fp4_decode_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
 bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch);
 // Bytes of the workspace, which must be zeroed once before the first call.
 std::size_t fp4_decode_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t batch);
+// The hot-channel patch the decode kernels add in their epilogue, C += R·W_hotᵀ summed in FP32:
+// R [batch·m, hot] and W_hot [batch·n, hot] in BF16 (hot 0: none).
+struct Fp4HotPatch {
+  const __nv_bfloat16* r = nullptr;
+  const __nv_bfloat16* w = nullptr;
+  std::int64_t hot = 0;
+};
 void fp4_decode_gemm(Fp4Matrix a, Fp4Matrix b, __nv_bfloat16* c, float alpha, std::int64_t m, std::int64_t n,
-                     std::int64_t k, std::int64_t batch, Fp4Kind kind, void* workspace, cudaStream_t stream);
+                     std::int64_t k, std::int64_t batch, Fp4Kind kind, void* workspace, cudaStream_t stream,
+                     Fp4HotPatch hot = {});
 
 }  // namespace rafter::workloads::cuda

@@ -5,6 +5,9 @@
 // both exact up to FP32 summation order (fp4_gemm.hpp): decode shapes (m ≤ 64) run a fused kernel
 // that reads the FP4 weights once; the others dequantize both operands to BF16 and run cuBLASLt's
 // BF16 GEMM, the three launches timed together. Records say emulated_via "bf16" and which path.
+// With `hot` (the CHON hot-channel patch, ops_gemm.cpp) the prefill path appends R/alpha and W_hot
+// to the BF16 operands as extra K; the decode kernels add it in their epilogue. The GEMM without
+// its patch (prefill: packed rows of k) is timed after, in the same buffers: details.hot_patch.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -89,31 +92,83 @@ PathChoice choose_path(const OpInstance& full) {
   return {false, "dequantize A and B to BF16 (rafter kernel), then cuBLASLt BF16 GEMM; the three launches timed together"};
 }
 
-// The bind for check and timing; the path is the full instance's, so the check covers the kernel timed.
+// The hot-channel patch's operands (inputs 2 and 3 of the problem: R [m, hot], W_hot [n, hot]).
+struct HotOperands {
+  // pad: hot rounded up to 64 columns, so that BF16 rows of k + pad stay 128-byte multiples (an
+  // H100 measurement: rows of k + 40 made cuBLASLt's GEMM itself 5.6 % slower at 4096³).
+  std::int64_t hot = 0, pad = 0;
+  const __nv_bfloat16 *r = nullptr, *w = nullptr;
+};
+
+HotOperands hot_operands(const OpInstance& in, DeviceProblem& d) {
+  HotOperands h;
+  h.hot = shape_value(in, "hot", 0);
+  if (h.hot == 0) return h;
+  h.pad = (h.hot + 63) / 64 * 64;
+  h.r = d.input(2, DType::BF16, sz(shape_value(in, "m") * h.hot)).as_bf16();
+  h.w = d.input(3, DType::BF16, sz(shape_value(in, "n") * h.hot)).as_bf16();
+  return h;
+}
+
+std::shared_ptr<LtGemm> bf16_gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+                                  std::int64_t ld, const void* a, const void* b, void* c, double alpha) {
+  GemmSpec spec;
+  spec.m = m, spec.n = n, spec.k = k, spec.batch = batch, spec.trans_b = true, spec.precision = "bf16";
+  spec.lda = spec.ldb = ld == k ? 0 : ld;
+  auto gemm = std::make_shared<LtGemm>(spec);
+  gemm->bind(a, b, c);
+  gemm->set_alpha(alpha);
+  return gemm;
+}
+
+// The bind for check and timing; the path is the full instance's, so the check covers the kernel
+// timed. With `hot`, `*without_patch` (when given) gets the same GEMM without its patch, on the
+// same buffers, for the patch's share of the time.
 StreamFn bind_fp4_gemm(const OpInstance& in, DeviceProblem& d, const PathChoice& path, bool time_all,
-                       nlohmann::json* algorithm) {
+                       nlohmann::json* algorithm, StreamFn* without_patch) {
   const auto b = shape_value(in, "batch"), m = shape_value(in, "m"), n = shape_value(in, "n"), k = shape_value(in, "k");
   const Fp4Kind kind = in.precision == "nvfp4" ? Fp4Kind::Nvfp4 : Fp4Kind::Mxfp4;
   const Operands o = fp4_operands(in, d);
+  const HotOperands h = hot_operands(in, d);
   auto* c = d.output(DType::BF16, sz(b * m * n), 0).as_bf16();
   if (path.fused_decode && fp4_decode_gemm_fits(m, n, k)) {
     DeviceTensor& ws = d.adopt(alloc_tensor(DType::I8, fp4_decode_gemm_workspace_bytes(m, n, b)));
     RAFTER_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.count));  // the kernel keeps it zero between calls
     void* w = ws.data();
-    return [=](cudaStream_t s) { fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s); };
+    // Decode shapes: the patch in the kernel's epilogue, where each output is written.
+    const Fp4HotPatch patch{h.r, h.w, h.hot};
+    if (without_patch && h.hot > 0)
+      *without_patch = [=](cudaStream_t s) { fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s); };
+    return [=](cudaStream_t s) { fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s, patch); };
   }
-  auto* a16 = d.scratch(DType::BF16, sz(b * m * k)).as_bf16();
-  auto* b16 = d.scratch(DType::BF16, sz(b * n * k)).as_bf16();
-  GemmSpec spec;
-  spec.m = m, spec.n = n, spec.k = k, spec.batch = b, spec.trans_b = true, spec.precision = "bf16";
-  auto gemm = std::make_shared<LtGemm>(spec);
-  gemm->bind(a16, b16, c);
-  gemm->set_alpha(o.alpha);
+  // Prefill: both operands dequantized to BF16 rows of k (+ the patch's columns), one BF16 GEMM.
+  const std::int64_t ld = k + h.pad;
+  auto* a16 = d.scratch(DType::BF16, sz(b * m * ld)).as_bf16();
+  auto* b16 = d.scratch(DType::BF16, sz(b * n * ld)).as_bf16();
+  auto gemm = bf16_gemm(m, n, ld, b, ld, a16, b16, c, o.alpha);
   const GemmAlgoRecord algo = gemm->choose(time_all);
   if (algorithm) *algorithm = to_json(algo);
+  auto dequantize = [=](cudaStream_t s, std::int64_t stride) {
+    fp4_dequantize_bf16(o.a, a16, b * m, k, kind, s, stride);
+    fp4_dequantize_bf16(o.b, b16, b * n, k, kind, s, stride);
+  };
+  if (h.hot == 0)
+    return [=](cudaStream_t s) {
+      dequantize(s, ld);
+      gemm->launch(s);
+    };
+  if (without_patch) {  // the GEMM as it runs without a patch: packed rows of k in the same buffers
+    auto plain = bf16_gemm(m, n, k, b, k, a16, b16, c, o.alpha);
+    plain->choose(time_all);
+    *without_patch = [=](cudaStream_t s) {
+      dequantize(s, k);
+      plain->launch(s);
+    };
+  }
+  const float r_scale = 1.0f / o.alpha;
   return [=](cudaStream_t s) {
-    fp4_dequantize_bf16(o.a, a16, b * m, k, kind, s);
-    fp4_dequantize_bf16(o.b, b16, b * n, k, kind, s);
+    dequantize(s, ld);
+    fp4_hot_columns(h.r, h.w, r_scale, a16, b16, m, n, h.hot, h.pad, k, ld, s);
     gemm->launch(s);
   };
 }
@@ -126,7 +181,8 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
   double extra_memory_bytes(const OpInstance& inst, double footprint_bytes) const override {
     const double b = double(shape_value(inst, "batch")), m = double(shape_value(inst, "m")),
                  n = double(shape_value(inst, "n")), k = double(shape_value(inst, "k"));
-    const double copies = choose_path(inst).fused_decode ? 0.0 : 2.0 * b * (m + n) * k;
+    const double ld = k + double((shape_value(inst, "hot", 0) + 63) / 64 * 64);
+    const double copies = choose_path(inst).fused_decode ? 0.0 : 2.0 * b * (m + n) * ld;
     return CudaBackend::extra_memory_bytes(inst, footprint_bytes) + copies;
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
@@ -139,11 +195,27 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     const PathChoice path = choose_path(inst);
     nlohmann::json algorithm;
     const bool time_all = time_all_candidates(ctx.algo);
+    StreamFn without_patch;
     BindFn bind = [&](const OpInstance& in, DeviceProblem& d) {
       const bool full = !d.checking();
-      return bind_fp4_gemm(in, d, path, full && time_all, full ? &algorithm : nullptr);
+      return bind_fp4_gemm(in, d, path, full && time_all, full ? &algorithm : nullptr,
+                           full ? &without_patch : nullptr);
     };
-    check_and_time(inst, ctx, bind, record);
+    check_and_time(inst, ctx, bind, record, [&] {
+      if (!without_patch || !record.time) return;
+      const OpTiming plain = time_operator(without_patch, ctx);
+      const double with = record.time->value, without = plain.seconds.median;
+      record.details["hot_patch"] = {
+          {"channels", shape_value(inst, "hot", 0)},
+          {"how",
+           path.fused_decode
+               ? "R·W_hotᵀ summed in FP32 in the decode kernel's epilogue, where each output is written"
+               : "R·(1/alpha) and W_hot as extra K columns of the BF16 operands (one launch writes them; "
+                 "zeros up to 64 columns), one GEMM over k + 64·ceil(hot/64)"},
+          {"gemm_without_patch_seconds", without},
+          {"gemm_without_patch_spread", plain.seconds.spread},
+          {"patch_share", without > 0 ? (with - without) / without : 0.0}};
+    });
     record.emulated_via = "bf16";
     record.details["emulation"] = fmt::format(
         "sm_90 has no FP4 tensor cores: E2M1 codes × {} block scales decoded to BF16 (exact), BF16 tensor cores "

@@ -49,9 +49,11 @@ constexpr int block_values() {
   return K == Fp4Kind::Nvfp4 ? 16 : 32;
 }
 
-// One thread per 16 values (8 bytes in, 32 bytes out): memory-bound, in natural order.
+// One thread per 16 values (8 bytes in, 32 bytes out): memory-bound, in natural order. Output rows
+// `stride` elements apart when `groups_per_row` > 0 (the hot patch's extra columns), else packed.
 template <Fp4Kind K>
-__global__ void dequantize_kernel(Fp4Matrix in, bf16* out, std::int64_t groups) {
+__global__ void dequantize_kernel(Fp4Matrix in, bf16* out, std::int64_t groups, std::int64_t groups_per_row,
+                                  std::int64_t stride) {
   for (std::int64_t g = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; g < groups;
        g += std::int64_t(gridDim.x) * blockDim.x) {
     const uint2 codes = __ldcs(reinterpret_cast<const uint2*>(in.codes) + g);
@@ -62,7 +64,9 @@ __global__ void dequantize_kernel(Fp4Matrix in, bf16* out, std::int64_t groups) 
       const unsigned t = (i < 4 ? codes.x : codes.y) >> (8 * (i % 4));
       o[i] = decode_pair((t & 0xFu) | ((t << 12) & 0xF0000u), s);
     }
-    uint4* dst = reinterpret_cast<uint4*>(out + g * 16);
+    const std::int64_t row = groups_per_row > 0 ? g / groups_per_row : 0;
+    uint4* dst = reinterpret_cast<uint4*>(
+        out + (groups_per_row > 0 ? row * stride + (g - row * groups_per_row) * 16 : g * 16));
     __stcs(dst, make_uint4(o[0], o[1], o[2], o[3]));
     __stcs(dst + 1, make_uint4(o[4], o[5], o[6], o[7]));
   }
@@ -110,7 +114,17 @@ struct DecodeArgs {
   std::int64_t m, n, k;
   float* partial;  // [batch, n, 8·MT], zero between calls
   int* arrivals;   // [batch, row groups], zero between calls
+  Fp4HotPatch hot;
 };
+
+// One output's hot-channel term, R[token_row, :]·W_hot[out_row, :] in FP32 (both kernels' epilogue).
+__device__ __forceinline__ float hot_term(const Fp4HotPatch& h, std::int64_t token_row,
+                                          std::int64_t out_row) {
+  float s = 0.0f;
+  for (std::int64_t j = 0; j < h.hot; ++j)
+    s = fmaf(__bfloat162float(h.r[token_row * h.hot + j]), __bfloat162float(h.w[out_row * h.hot + j]), s);
+  return s;
+}
 
 template <int MT, Fp4Kind K>
 __device__ __forceinline__ void stage_activations(const DecodeArgs& p, std::int64_t batch, int chunk0, int chunks,
@@ -196,7 +210,8 @@ __device__ void finish_row_group(const DecodeArgs& p, std::int64_t batch, int* a
       const int idx = threadIdx.x + (i0 + i) * kWarps * 32;
       const std::int64_t row = row0 + idx % kRowsPerCta, token = idx / kRowsPerCta;
       if (row >= p.n || token >= p.m) continue;
-      p.c[(batch * p.m + token) * p.n + row] = __float2bfloat16(p.alpha * (sums[i] * kWeightUnfold<K>));
+      p.c[(batch * p.m + token) * p.n + row] = __float2bfloat16(
+          p.alpha * (sums[i] * kWeightUnfold<K>)+hot_term(p.hot, batch * p.m + token, batch * p.n + row));
       __stcg(p.partial + (batch * p.n + row) * (MT * 8) + token, 0.0f);
     }
   }
@@ -307,6 +322,7 @@ struct StreamArgs {
   std::int64_t m, n, k;
   int items;       // k / kItem
   int act_stride;  // BF16 elements per token in shared memory
+  Fp4HotPatch hot;
 };
 
 // NVFP4 runs this kernel on FP16 operands, MXFP4 on BF16 (E8M0 scales reach 2^127, beyond
@@ -497,7 +513,8 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
       if (row0 + row >= p.n) continue;
       float sum = 0.0f;
       for (int r = 0; r < S; ++r) sum += cluster.map_shared_rank(rb, r)[token * kRedStride + row];
-      p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(p.alpha * (sum * kStreamUnfold<K>));
+      p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(
+          p.alpha * (sum * kStreamUnfold<K>)+hot_term(p.hot, batch * p.m + token, batch * p.n + row0 + row));
     }
     buf ^= 1;
     ++rg_done;
@@ -591,7 +608,7 @@ bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream)
     return true;
   });
   const int nl = (items + cluster - 1) / cluster;
-  StreamArgs args{d.a, d.b, d.c, d.alpha, d.m, d.n, d.k, items, nl * kItem + 16};
+  StreamArgs args{d.a, d.b, d.c, d.alpha, d.m, d.n, d.k, items, nl * kItem + 16, d.hot};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = 1;
@@ -648,15 +665,44 @@ void decode_for_kind(const DecodeArgs& args, std::int64_t batch, cudaStream_t st
 }  // namespace
 
 void fp4_dequantize_bf16(Fp4Matrix in, bf16* out, std::int64_t rows, std::int64_t k, Fp4Kind kind,
-                         cudaStream_t stream) {
-  const std::int64_t groups = rows * k / 16;
+                         cudaStream_t stream, std::int64_t out_stride) {
+  const std::int64_t groups = rows * k / 16, per_row = out_stride > 0 && out_stride != k ? k / 16 : 0;
   const int threads = 256;
   const unsigned blocks = unsigned(std::min<std::int64_t>((groups + threads - 1) / threads, 132 * 16));
   if (kind == Fp4Kind::Nvfp4)
-    dequantize_kernel<Fp4Kind::Nvfp4><<<blocks, threads, 0, stream>>>(in, out, groups);
+    dequantize_kernel<Fp4Kind::Nvfp4><<<blocks, threads, 0, stream>>>(in, out, groups, per_row, out_stride);
   else
-    dequantize_kernel<Fp4Kind::Mxfp4><<<blocks, threads, 0, stream>>>(in, out, groups);
+    dequantize_kernel<Fp4Kind::Mxfp4><<<blocks, threads, 0, stream>>>(in, out, groups, per_row, out_stride);
   RAFTER_CUDA_LAUNCH_CHECK("fp4 dequantize");
+}
+
+namespace {
+// One thread per extra column entry of A16's m rows, then B16's n rows.
+__global__ void hot_columns_kernel(const bf16* r, const bf16* w, float r_scale, bf16* a16, bf16* b16,
+                                   std::int64_t m, std::int64_t n, std::int64_t hot, std::int64_t pad,
+                                   std::int64_t k, std::int64_t stride) {
+  const std::int64_t total = (m + n) * pad;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t row = i / pad, col = i % pad;
+    const bool a = row < m;
+    const std::int64_t rr = a ? row : row - m;
+    bf16 v = __float2bfloat16(0.0f);
+    if (col < hot)
+      v = a ? __float2bfloat16(__bfloat162float(r[rr * hot + col]) * r_scale) : w[rr * hot + col];
+    (a ? a16 : b16)[rr * stride + k + col] = v;
+  }
+}
+}  // namespace
+
+void fp4_hot_columns(const bf16* r, const bf16* w_hot, float r_scale, bf16* a16, bf16* b16, std::int64_t m,
+                     std::int64_t n, std::int64_t hot, std::int64_t pad, std::int64_t k, std::int64_t stride,
+                     cudaStream_t stream) {
+  const std::int64_t total = (m + n) * pad;
+  const int threads = 256;
+  const unsigned blocks = unsigned(std::min<std::int64_t>((total + threads - 1) / threads, 132 * 8));
+  hot_columns_kernel<<<blocks, threads, 0, stream>>>(r, w_hot, r_scale, a16, b16, m, n, hot, pad, k, stride);
+  RAFTER_CUDA_LAUNCH_CHECK("fp4 hot columns");
 }
 
 bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
@@ -672,9 +718,10 @@ std::size_t fp4_decode_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std:
   return std::size_t(batch * n * tiles_for(m) * 8) * sizeof(float) + std::size_t(batch * groups) * sizeof(int);
 }
 
-void fp4_decode_gemm(Fp4Matrix a, Fp4Matrix b, bf16* c, float alpha, std::int64_t m, std::int64_t n, std::int64_t k,
-                     std::int64_t batch, Fp4Kind kind, void* workspace, cudaStream_t stream) {
-  DecodeArgs args{a, b, c, alpha, m, n, k, static_cast<float*>(workspace), nullptr};
+void fp4_decode_gemm(Fp4Matrix a, Fp4Matrix b, bf16* c, float alpha, std::int64_t m, std::int64_t n,
+                     std::int64_t k, std::int64_t batch, Fp4Kind kind, void* workspace, cudaStream_t stream,
+                     Fp4HotPatch hot) {
+  DecodeArgs args{a, b, c, alpha, m, n, k, static_cast<float*>(workspace), nullptr, hot};
   args.arrivals = reinterpret_cast<int*>(args.partial + batch * n * tiles_for(m) * 8);
   if (kind == Fp4Kind::Nvfp4)
     decode_for_kind<Fp4Kind::Nvfp4>(args, batch, stream);

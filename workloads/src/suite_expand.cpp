@@ -75,8 +75,13 @@ void linear(const Ctx& c, const std::string& label, std::int64_t n, std::int64_t
     quantize_op(c, label + ".quant_x", c.r.quant_activation, T, k, false, false, false, count);
     if (c.train) quantize_op(c, label + ".quant_w", c.r.quant_weight, n, k, c.r.weight_block2d, false, false, count);
   }
-  c.emit("gemm", label, "fwd", {{"m", T}, {"n", n}, {"k", k}, {"batch", 1}}, fwd, count);
-  if (q && c.r.hot_channels > 0)
+  // The hot-channel patch: inside an FP4 forward GEMM as its `hot` channels (extra K on the GPU,
+  // ops_gemm.cpp), else its own operator after the GEMM.
+  const bool patch = q && c.r.hot_channels > 0, in_gemm = patch && (fwd == "nvfp4" || fwd == "mxfp4");
+  Shape fwd_shape{{"m", T}, {"n", n}, {"k", k}, {"batch", 1}};
+  if (in_gemm) fwd_shape["hot"] = std::min(c.r.hot_channels, k);
+  c.emit("gemm", label, "fwd", fwd_shape, fwd, count);
+  if (patch && !in_gemm)
     c.emit("hot_channel_patch", label + ".hot_patch", "fwd", {{"tokens", T}, {"out", n}, {"hot", c.r.hot_channels}},
            "bf16", count);
   if (!c.train) return;
