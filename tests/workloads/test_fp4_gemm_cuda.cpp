@@ -60,9 +60,10 @@ double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
   return std::sqrt(d / r);
 }
 
-void check_decode_gemm(const std::string& precision, const Shape4& s) {
-  SCOPED_TRACE(precision + " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
-               " batch=" + std::to_string(s.batch));
+// With `hot` (batch 1): the hot-channel patch C += R·W_hotᵀ, R [m, hot] and W_hot [n, hot] in BF16.
+void check_decode_gemm(const std::string& precision, const Shape4& s, std::int64_t hot = 0) {
+  SCOPED_TRACE(precision + " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" +
+               std::to_string(s.k) + " batch=" + std::to_string(s.batch) + " hot=" + std::to_string(hot));
   ASSERT_TRUE(cuda::fp4_decode_gemm_fits(s.m, s.n, s.k));
   const detail::QuantSpec sa{precision, s.batch * s.m, s.k, false, false};
   const detail::QuantSpec sb{precision, s.batch * s.n, s.k, precision == "nvfp4", false};
@@ -78,6 +79,26 @@ void check_decode_gemm(const std::string& precision, const Shape4& s) {
           acc += qa[std::size_t((z * s.m + i) * s.k + l)] * qb[std::size_t((z * s.n + j) * s.k + l)];
         ref[std::size_t((z * s.m + i) * s.n + j)] = acc;
       }
+  cuda::Fp4HotPatch patch;
+  std::vector<std::uint16_t> r_bits, w_bits;
+  if (hot > 0) {
+    const double scale = ha.tensor_scale * hb.tensor_scale;  // the patch about as large as the product
+    auto bf16_rows = [&](std::int64_t rows, std::uint64_t seed, std::vector<std::uint16_t>& bits) {
+      std::vector<double> v = random_matrix(rows, hot, seed);
+      for (double& x : v) {
+        bits.push_back(numfmt::float_to_bf16(float(x * std::sqrt(scale * 64))));
+        x = numfmt::bf16_to_float(bits.back());
+      }
+      return v;
+    };
+    const auto r = bf16_rows(s.m, 3, r_bits), w = bf16_rows(s.n, 4, w_bits);
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t j = 0; j < s.n; ++j)
+        for (std::int64_t l = 0; l < hot; ++l)
+          ref[std::size_t(i * s.n + j)] += r[std::size_t(i * hot + l)] * w[std::size_t(j * hot + l)];
+    patch = {reinterpret_cast<const __nv_bfloat16*>(device_copy(r_bits)),
+             reinterpret_cast<const __nv_bfloat16*>(device_copy(w_bits)), hot};
+  }
   const cuda::Fp4Kind kind = precision == "nvfp4" ? cuda::Fp4Kind::Nvfp4 : cuda::Fp4Kind::Mxfp4;
   cuda::Fp4Matrix da{device_copy(ha.codes), device_copy(ha.scales)}, db{device_copy(hb.codes), device_copy(hb.scales)};
   void* c = nullptr;
@@ -88,8 +109,8 @@ void check_decode_gemm(const std::string& precision, const Shape4& s) {
   ASSERT_EQ(cudaMemset(ws, 0, ws_bytes), cudaSuccess);
   for (int call = 0; call < 2; ++call) {  // the second call finds the workspace zeroed by the first
     ASSERT_EQ(cudaMemset(c, 0xff, ref.size() * 2), cudaSuccess);  // NaN
-    cuda::fp4_decode_gemm(da, db, static_cast<__nv_bfloat16*>(c), ha.tensor_scale * hb.tensor_scale, s.m, s.n, s.k,
-                          s.batch, kind, ws, nullptr);
+    cuda::fp4_decode_gemm(da, db, static_cast<__nv_bfloat16*>(c), ha.tensor_scale * hb.tensor_scale, s.m, s.n,
+                          s.k, s.batch, kind, ws, nullptr, patch);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const double err = rel_l2(bf16_to_host(c, ref.size()), ref);
     EXPECT_LT(err, 4e-3) << "call " << call;  // BF16 output rounding only
@@ -104,6 +125,8 @@ void check_decode_gemm(const std::string& precision, const Shape4& s) {
   for (std::size_t i = 0; i < qb.size(); ++i)
     bad += std::fabs(got[i] * hb.tensor_scale - qb[i]) > 1e-6 * std::fabs(qb[i]);
   EXPECT_EQ(bad, 0u) << "dequantized values off the definition";
+  cudaFree(const_cast<__nv_bfloat16*>(patch.r));
+  cudaFree(const_cast<__nv_bfloat16*>(patch.w));
   for (void* p : {c, ws, deq, static_cast<void*>(const_cast<std::uint8_t*>(da.codes)),
                   static_cast<void*>(const_cast<std::uint8_t*>(da.scales)),
                   static_cast<void*>(const_cast<std::uint8_t*>(db.codes)),
@@ -123,6 +146,18 @@ TEST(Fp4GemmCuda, DecodeKernelAndDequantizerMatchTheDefinition) {
                             Shape4{16, 208, 2048, 2}, Shape4{16, 256, 2816, 1}, Shape4{3, 25600, 4096, 1},
                             Shape4{32, 384, 2048, 1}})
       check_decode_gemm(p, s);
+}
+
+// The hot-channel patch in both decode kernels' epilogue: staged by cp.async (hot % 8 = 0) or
+// copied (other widths), row groups in rounds, rows past n; the one-shot kernel at m > 32.
+TEST(Fp4GemmCuda, DecodeKernelWithItsHotPatch) {
+  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  for (const char* p : {"nvfp4", "mxfp4"}) {
+    check_decode_gemm(p, Shape4{3, 25600, 4096, 1}, 32);
+    check_decode_gemm(p, Shape4{16, 208, 2048, 1}, 20);
+    check_decode_gemm(p, Shape4{16, 1024, 8192, 1}, 112);
+    check_decode_gemm(p, Shape4{40, 64, 1152, 1}, 24);
+  }
 }
 
 namespace {

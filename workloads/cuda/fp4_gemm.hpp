@@ -43,7 +43,8 @@ void fp4_hot_columns(const __nv_bfloat16* r, const __nv_bfloat16* w_hot, float r
 bool fp4_decode_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
 // Whether fp4_decode_gemm takes its streaming kernel (K sliced over a thread-block cluster, the
 // weights streamed with loads in flight; K a multiple of 256, m ≤ 32) rather than the one-shot one.
-bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch);
+bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+                             std::int64_t hot = 0);
 // Bytes of the workspace, which must be zeroed once before the first call.
 std::size_t fp4_decode_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t batch);
 // The hot-channel patch the decode kernels add in their epilogue, C += R·W_hotᵀ summed in FP32:

@@ -225,7 +225,7 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     if (path.fused_decode)  // which of the two decode kernels (asked on the GPU, after the run)
       path_text +=
           fp4_decode_gemm_streams(shape_value(inst, "m"), shape_value(inst, "n"), shape_value(inst, "k"),
-                                  shape_value(inst, "batch"))
+                                  shape_value(inst, "batch"), shape_value(inst, "hot", 0))
               ? ", streamed: K sliced over a thread-block cluster, the slices summed in distributed shared "
                 "memory"
               : ", one shot: split-K sums in FP32 through global atomics";

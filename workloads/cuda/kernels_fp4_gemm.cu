@@ -323,7 +323,49 @@ struct StreamArgs {
   int items;       // k / kItem
   int act_stride;  // BF16 elements per token in shared memory
   Fp4HotPatch hot;
+  int hot_stride;  // BF16 elements per row of the hot patch's shared rows (0: no patch)
 };
+
+// The hot-channel patch in the streaming kernel: R's m rows once, and each row group's 128 rows of
+// W_hot while the group is multiplied (cp.async, 16 bytes a copy where hot % 8 = 0), into shared
+// rows of hot_stride elements (hot rounded up to 8, zeros after hot, + 8: 16-byte reads by
+// consecutive rows hit distinct banks); the epilogue then sums R·W_hotᵀ from shared memory.
+int hot_stride(std::int64_t hot) { return hot > 0 ? int((hot + 7) / 8 * 8 + 8) : 0; }
+
+__device__ void stage_hot_rows(const bf16* src, std::int64_t hot, std::int64_t first, int rows,
+                               std::int64_t end, int stride, bf16* dst) {
+  const int chunks = int((hot + 7) / 8);
+  for (int idx = threadIdx.x; idx < rows * chunks; idx += blockDim.x) {
+    const int r = idx / chunks, c = idx % chunks;
+    const std::int64_t row = first + r;
+    bf16* d = dst + r * stride + c * 8;
+    if (hot % 8 == 0) {
+      dev::cp_async16(d, src + (row < end ? row * hot + c * 8 : 0), row < end ? 16 : 0);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const std::int64_t col = c * 8 + e;
+        d[e] = row < end && col < hot ? src[row * hot + col] : __float2bfloat16(0.0f);
+      }
+    }
+  }
+  dev::cp_async_commit();
+}
+
+__device__ __forceinline__ float hot_dot(const bf16* r, const bf16* w, std::int64_t hot) {
+  float s = 0.0f;
+  for (int c = 0; c < int((hot + 7) / 8); ++c) {
+    const uint4 a = *reinterpret_cast<const uint4*>(r + c * 8),
+                b = *reinterpret_cast<const uint4*>(w + c * 8);
+    const unsigned av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 x = __bfloat1622float2(as_bf162(av[i])), y = __bfloat1622float2(as_bf162(bv[i]));
+      s = fmaf(x.x, y.x, fmaf(x.y, y.y, s));
+    }
+  }
+  return s;
+}
 
 // NVFP4 runs this kernel on FP16 operands, MXFP4 on BF16 (E8M0 scales reach 2^127, beyond
 // FP16). An E2M1 code × 2^-14 is an FP16 whose bits all sit in its high byte: sign at bit 7, the
@@ -450,6 +492,8 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
   float* red = reinterpret_cast<float*>(smem_raw);                     // [2][MT·8][kRedStride]
   bf16* act =
       reinterpret_cast<bf16*>(red + 2 * MT * 8 * kRedStride);  // [MT·8][act_stride]: FP16 bits for NVFP4
+  bf16* hot_r = act + MT * 8 * p.act_stride;                   // [MT·8][hot_stride]
+  bf16* hot_w = hot_r + MT * 8 * p.hot_stride;                 // [kStreamRows][hot_stride]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int S = int(cluster.num_blocks()), rank = int(cluster.block_rank());
   const std::int64_t batch = blockIdx.z;
@@ -487,6 +531,14 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
 
 #pragma unroll
   for (int s = 0; s < kStages; ++s) load(slot[s]);
+  auto stage_hot_weights = [&](std::int64_t rg) {
+    stage_hot_rows(p.hot.w, p.hot.hot, batch * p.n + rg * kStreamRows, kStreamRows, batch * p.n + p.n,
+                   p.hot_stride, hot_w);
+  };
+  if (p.hot_stride > 0) {
+    stage_hot_rows(p.hot.r, p.hot.hot, batch * p.m, int(p.m), batch * p.m + p.m, p.hot_stride, hot_r);
+    stage_hot_weights(blockIdx.x);
+  }
   stage_stream_activations<MT, K>(p, batch, it0, nl, act);
   __syncthreads();
 
@@ -505,6 +557,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
           rb[(t * 8 + 2 * q + e % 2) * kRedStride + warp * 32 + mt * 16 + g + 8 * (e / 2)] = acc[mt][t][e];
           acc[mt][t][e] = 0.0f;
         }
+    if (p.hot_stride > 0) dev::cp_async_wait<0>();  // this group's W_hot rows; the barrier shares them
     cluster.sync();
     const std::int64_t row0 = (blockIdx.x + std::int64_t(rg_done) * gridDim.x) * kStreamRows;
     const int elems = int(p.m) * kStreamRows, e0 = elems * rank / S, e1 = elems * (rank + 1) / S;
@@ -513,11 +566,16 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
       if (row0 + row >= p.n) continue;
       float sum = 0.0f;
       for (int r = 0; r < S; ++r) sum += cluster.map_shared_rank(rb, r)[token * kRedStride + row];
-      p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(
-          p.alpha * (sum * kStreamUnfold<K>)+hot_term(p.hot, batch * p.m + token, batch * p.n + row0 + row));
+      float v = p.alpha * (sum * kStreamUnfold<K>);
+      if (p.hot_stride > 0) v += hot_dot(hot_r + token * p.hot_stride, hot_w + row * p.hot_stride, p.hot.hot);
+      p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(v);
     }
     buf ^= 1;
     ++rg_done;
+    if (p.hot_stride > 0 && rg_done < nrg) {  // the next group's W_hot rows, once every thread read these
+      __syncthreads();
+      stage_hot_weights(blockIdx.x + std::int64_t(rg_done) * gridDim.x);
+    }
   };
 
   for (std::int64_t base = 0; base < total; base += kStages) {
@@ -568,20 +626,21 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
 }
 
 // Shared memory a CTA of the streaming kernel needs for nl items per CTA.
-int stream_smem_bytes(int mt, int nl) {
-  return 2 * mt * 8 * kRedStride * int(sizeof(float)) + mt * 8 * (nl * kItem + 16) * int(sizeof(bf16));
+int stream_smem_bytes(int mt, int nl, std::int64_t hot) {
+  return 2 * mt * 8 * kRedStride * int(sizeof(float)) + mt * 8 * (nl * kItem + 16) * int(sizeof(bf16)) +
+         (mt * 8 + kStreamRows) * hot_stride(hot) * int(sizeof(bf16));
 }
 
 // The smallest power-of-two cluster whose K slice fits the shared-memory budget and that gives
 // about 1.5 CTAs per SM; 0: the shape does not fit (K not a multiple of 256, or m > 32 mostly).
-int stream_cluster(int mt, std::int64_t n, std::int64_t k, std::int64_t batch, int sms) {
+int stream_cluster(int mt, std::int64_t n, std::int64_t k, std::int64_t batch, std::int64_t hot, int sms) {
   if (k % kItem != 0 || mt > 4) return 0;
   const int items = int(k / kItem);
   const std::int64_t row_groups = (n + kStreamRows - 1) / kStreamRows;
   for (int budget : kBudgets) {
     int cluster = 0;
     for (int s = 1; s <= std::min(kMaxCluster, items); s *= 2) {
-      if (stream_smem_bytes(mt, (items + s - 1) / s) > budget) continue;
+      if (stream_smem_bytes(mt, (items + s - 1) / s, hot) > budget) continue;
       cluster = s;
       if (row_groups * s * batch * 2 >= 3 * std::int64_t(sms)) break;
     }
@@ -595,7 +654,7 @@ int stream_cluster(int mt, std::int64_t n, std::int64_t k, std::int64_t batch, i
 // fit, or no cluster of it fits on the GPU (the caller takes the one-shot kernel).
 template <int MT, Fp4Kind K>
 bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream) {
-  const int cluster = stream_cluster(MT, d.n, d.k, batch, sm_count());
+  const int cluster = stream_cluster(MT, d.n, d.k, batch, d.hot.hot, sm_count());
   if (cluster == 0) return false;
   const int items = int(d.k / kItem);
   const std::int64_t row_groups = (d.n + kStreamRows - 1) / kStreamRows;
@@ -608,7 +667,8 @@ bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream)
     return true;
   });
   const int nl = (items + cluster - 1) / cluster;
-  StreamArgs args{d.a, d.b, d.c, d.alpha, d.m, d.n, d.k, items, nl * kItem + 16, d.hot};
+  StreamArgs args{
+      d.a, d.b, d.c, d.alpha, d.m, d.n, d.k, items, nl * kItem + 16, d.hot, hot_stride(d.hot.hot)};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = 1;
@@ -617,7 +677,7 @@ bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream)
   cudaLaunchConfig_t launch = {};
   launch.gridDim = dim3(1, unsigned(cluster), 1);
   launch.blockDim = dim3(kStreamWarps * 32);
-  launch.dynamicSmemBytes = std::size_t(stream_smem_bytes(MT, nl));
+  launch.dynamicSmemBytes = std::size_t(stream_smem_bytes(MT, nl, d.hot.hot));
   launch.stream = stream;
   launch.attrs = attr;
   launch.numAttrs = 1;
@@ -705,8 +765,9 @@ void fp4_hot_columns(const bf16* r, const bf16* w_hot, float r_scale, bf16* a16,
   RAFTER_CUDA_LAUNCH_CHECK("fp4 hot columns");
 }
 
-bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
-  return fp4_decode_gemm_fits(m, n, k) && stream_cluster(tiles_for(m), n, k, batch, sm_count()) != 0;
+bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+                             std::int64_t hot) {
+  return fp4_decode_gemm_fits(m, n, k) && stream_cluster(tiles_for(m), n, k, batch, hot, sm_count()) != 0;
 }
 
 bool fp4_decode_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k) {
