@@ -326,8 +326,9 @@ struct StreamArgs {
   int hot_stride;  // BF16 elements per row of the hot patch's shared rows (0: no patch)
 };
 
-// The hot-channel patch in the streaming kernel: R's m rows once, and each row group's 128 rows of
-// W_hot while the group is multiplied (cp.async, 16 bytes a copy where hot % 8 = 0), into shared
+// The hot-channel patch in the streaming kernel: R's m rows once, and the 128/S rows of W_hot that
+// a CTA finishes in each row group while the group is multiplied (cp.async, 16 bytes a copy where
+// hot % 8 = 0; about 1 KB at hot 32, so the cluster size stays what it is without), into shared
 // rows of hot_stride elements (hot rounded up to 8, zeros after hot, + 8: 16-byte reads by
 // consecutive rows hit distinct banks); the epilogue then sums R·W_hotᵀ from shared memory.
 int hot_stride(std::int64_t hot) { return hot > 0 ? int((hot + 7) / 8 * 8 + 8) : 0; }
@@ -493,7 +494,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
   bf16* act =
       reinterpret_cast<bf16*>(red + 2 * MT * 8 * kRedStride);  // [MT·8][act_stride]: FP16 bits for NVFP4
   bf16* hot_r = act + MT * 8 * p.act_stride;                   // [MT·8][hot_stride]
-  bf16* hot_w = hot_r + MT * 8 * p.hot_stride;                 // [kStreamRows][hot_stride]
+  bf16* hot_w = hot_r + MT * 8 * p.hot_stride;                 // [this CTA's rows of a group][hot_stride]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int S = int(cluster.num_blocks()), rank = int(cluster.block_rank());
   const std::int64_t batch = blockIdx.z;
@@ -531,8 +532,10 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
 
 #pragma unroll
   for (int s = 0; s < kStages; ++s) load(slot[s]);
+  // Each CTA finishes rows [r0, r1) of every row group, for all m tokens.
+  const int r0 = kStreamRows * rank / S, r1 = kStreamRows * (rank + 1) / S;
   auto stage_hot_weights = [&](std::int64_t rg) {
-    stage_hot_rows(p.hot.w, p.hot.hot, batch * p.n + rg * kStreamRows, kStreamRows, batch * p.n + p.n,
+    stage_hot_rows(p.hot.w, p.hot.hot, batch * p.n + rg * kStreamRows + r0, r1 - r0, batch * p.n + p.n,
                    p.hot_stride, hot_w);
   };
   if (p.hot_stride > 0) {
@@ -560,14 +563,14 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
     if (p.hot_stride > 0) dev::cp_async_wait<0>();  // this group's W_hot rows; the barrier shares them
     cluster.sync();
     const std::int64_t row0 = (blockIdx.x + std::int64_t(rg_done) * gridDim.x) * kStreamRows;
-    const int elems = int(p.m) * kStreamRows, e0 = elems * rank / S, e1 = elems * (rank + 1) / S;
-    for (int e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
-      const int token = e / kStreamRows, row = e % kStreamRows;
+    for (int e = threadIdx.x; e < int(p.m) * (r1 - r0); e += blockDim.x) {
+      const int token = e / (r1 - r0), row = r0 + e % (r1 - r0);
       if (row0 + row >= p.n) continue;
       float sum = 0.0f;
       for (int r = 0; r < S; ++r) sum += cluster.map_shared_rank(rb, r)[token * kRedStride + row];
       float v = p.alpha * (sum * kStreamUnfold<K>);
-      if (p.hot_stride > 0) v += hot_dot(hot_r + token * p.hot_stride, hot_w + row * p.hot_stride, p.hot.hot);
+      if (p.hot_stride > 0)
+        v += hot_dot(hot_r + token * p.hot_stride, hot_w + (row - r0) * p.hot_stride, p.hot.hot);
       p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(v);
     }
     buf ^= 1;
@@ -626,9 +629,9 @@ __global__ void __launch_bounds__(kStreamWarps * 32) stream_decode_kernel(Stream
 }
 
 // Shared memory a CTA of the streaming kernel needs for nl items per CTA.
-int stream_smem_bytes(int mt, int nl, std::int64_t hot) {
+int stream_smem_bytes(int mt, int nl, std::int64_t hot, int cluster) {
   return 2 * mt * 8 * kRedStride * int(sizeof(float)) + mt * 8 * (nl * kItem + 16) * int(sizeof(bf16)) +
-         (mt * 8 + kStreamRows) * hot_stride(hot) * int(sizeof(bf16));
+         (mt * 8 + (kStreamRows + cluster - 1) / cluster) * hot_stride(hot) * int(sizeof(bf16));
 }
 
 // The smallest power-of-two cluster whose K slice fits the shared-memory budget and that gives
@@ -640,7 +643,7 @@ int stream_cluster(int mt, std::int64_t n, std::int64_t k, std::int64_t batch, s
   for (int budget : kBudgets) {
     int cluster = 0;
     for (int s = 1; s <= std::min(kMaxCluster, items); s *= 2) {
-      if (stream_smem_bytes(mt, (items + s - 1) / s, hot) > budget) continue;
+      if (stream_smem_bytes(mt, (items + s - 1) / s, hot, s) > budget) continue;
       cluster = s;
       if (row_groups * s * batch * 2 >= 3 * std::int64_t(sms)) break;
     }
@@ -677,7 +680,7 @@ bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream)
   cudaLaunchConfig_t launch = {};
   launch.gridDim = dim3(1, unsigned(cluster), 1);
   launch.blockDim = dim3(kStreamWarps * 32);
-  launch.dynamicSmemBytes = std::size_t(stream_smem_bytes(MT, nl, d.hot.hot));
+  launch.dynamicSmemBytes = std::size_t(stream_smem_bytes(MT, nl, d.hot.hot, cluster));
   launch.stream = stream;
   launch.attrs = attr;
   launch.numAttrs = 1;
