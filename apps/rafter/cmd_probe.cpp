@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "fp4_gemm_ceiling.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/interrupt.hpp"
 #include "rafter/collector/json_io.hpp"
@@ -105,6 +106,9 @@ void run_probe(ProbeArgs& a) {
   if (a.list) {
     std::vector<std::vector<std::string>> rows = {{"probe", "device", "what it measures"}};
     for (const auto& p : probes::probe_registry()) rows.push_back({p.name, p.device_kind, p.summary});
+    rows.push_back({std::string(kFp4GemmProbe), "cuda",
+                    "FP4 ceiling from rafter's emulated NVFP4 GEMM operator (dequantize to BF16 + cuBLASLt), "
+                    "where FP4 is emulated"});
     fmt::print("{}", format_text_table(rows, {1, 2}));
     return;
   }
@@ -120,8 +124,9 @@ void run_probe(ProbeArgs& a) {
   if (a.options.counters && a.device.rfind("cuda", 0) != 0)
     fmt::print(stderr, "rafter: note: --counters counts the GPU probes' launches (CUPTI); CPU ceilings stay uncounted\n");
   const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
-  const MachineProfile profile = probes::characterize(a.device, a.options);
+  MachineProfile profile = probes::characterize(a.device, a.options);
   if (ranks.rank() != 0) return;
+  if (profile.interrupted.empty()) add_fp4_gemm_ceilings(profile, a.options);
   write_measured_file(a.output, to_json(profile).dump(2) + "\n");
   print_table(profile);
   fmt::print("\nwrote {}\n", a.output);
