@@ -11,22 +11,11 @@
 
 #include <regex>
 
+#include "rafter/collector/stats.hpp"
 #include "rafter/workloads/backend.hpp"
 
 namespace rafter::cli {
 namespace {
-
-// Seconds per call → FLOP/s, the extremes swapped.
-Summary rate_of(const Summary& seconds, double flops) {
-  Summary r = seconds;
-  r.median = flops / seconds.median;
-  r.min = flops / seconds.max;
-  r.max = flops / seconds.min;
-  r.mean = seconds.mean > 0 ? flops / seconds.mean : r.median;
-  r.stddev = seconds.mean > 0 ? seconds.stddev * r.mean / seconds.mean : 0;
-  r.spread = r.median > 0 ? (r.max - r.min) / r.median : 0;
-  return r;
-}
 
 bool emulates_fp4(const Device& d) {
   return d.kind == "cuda" && !d.isa.empty() && d.isa.front().rfind("sm_9", 0) == 0;
@@ -51,19 +40,7 @@ void add_fp4_gemm_ceilings(MachineProfile& profile, const probes::ProbeOptions& 
       profile.conditions[key] = fmt::format("not measured: {} ({})", to_string(r.status), r.note);
       continue;
     }
-    Ceiling c;
-    c.kind = CeilingKind::Compute;
-    c.device = d.id;
-    c.resource = "fp4";
-    c.operation = "gemm";
-    c.isa = "dequantize+bf16 mma";
-    c.scope = "device";
-    c.threads = d.cores;
-    c.figure = Figure::measured(rate_of(r.time->stats, 2.0 * double(s) * double(s) * double(s)), "FLOP/s");
-    c.clocks = r.clocks;  // sampled before and after the timing: no clock during it (frequency_hz 0)
-    c.emulated = true;
-    c.probe = std::string(kFp4GemmProbe);
-    c.params = {
+    nlohmann::json params = {
         {"format", "NVFP4 (E2M1, E4M3 scale per 16 along K; B in 16x16 blocks)"},
         {"operator", fmt::format("gemm nvfp4 fwd m=n=k={}", s)},
         {"backend", r.backend},
@@ -71,15 +48,32 @@ void add_fp4_gemm_ceilings(MachineProfile& profile, const probes::ProbeOptions& 
         {"path", r.details.value("path", "")},
         {"check", {{"passed", r.check.passed}, {"error", r.check.error}, {"tolerance", r.check.tolerance}}},
         {"roof", "bf16"}};
-    if (r.details.contains("algorithm")) c.params["algorithm"] = r.details["algorithm"];
+    if (r.details.contains("algorithm")) params["algorithm"] = r.details["algorithm"];
+    const double flops = 2.0 * double(s) * double(s) * double(s);
+    const Figure rate =
+        Figure::measured(transform(r.time->stats, [flops](double t) { return flops / t; }), "FLOP/s");
     // The roof it runs under is BF16's: the datasheet figure is the BF16 rate the probes give.
-    if (const Ceiling* bf16 = profile.best(d.id, CeilingKind::Compute, "bf16");
-        bf16 && bf16->datasheet_value) {
-      c.datasheet_value = bf16->datasheet_value;
-      c.datasheet_ratio = c.figure.value / *bf16->datasheet_value;
-      c.datasheet_basis = "BF16 tensor roof (FP4 emulated on BF16): " + bf16->datasheet_basis;
-    }
-    if (!r.check.passed) c.flag = "check_failed";
+    const Ceiling* bf16 = profile.best(d.id, CeilingKind::Compute, "bf16");
+    const bool sheet = bf16 && bf16->datasheet_value;
+    Ceiling c{
+        .kind = CeilingKind::Compute,
+        .device = d.id,
+        .resource = "fp4",
+        .operation = "gemm",
+        .isa = "dequantize+bf16 mma",
+        .scope = "device",
+        .threads = d.cores,
+        .figure = rate,
+        .frequency_hz = 0,  // the record's clocks are sampled before and after the timing only
+        .clocks = r.clocks,
+        .emulated = true,
+        .probe = std::string(kFp4GemmProbe),
+        .params = std::move(params),
+        .datasheet_value = sheet ? bf16->datasheet_value : std::nullopt,
+        .datasheet_ratio = sheet ? std::optional<double>(rate.value / *bf16->datasheet_value) : std::nullopt,
+        .datasheet_basis = sheet ? "BF16 tensor roof (FP4 emulated on BF16): " + bf16->datasheet_basis : "",
+        .flag = r.check.passed ? "" : "check_failed",
+        .regime = "burst"};
     profile.conditions[key] = "measured: rafter's emulated NVFP4 GEMM (" + r.backend + ")";
     profile.ceilings.push_back(std::move(c));
   }

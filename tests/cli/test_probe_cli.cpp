@@ -171,7 +171,7 @@ void expect_trials(const rafter::MachineProfile& p) {
 TEST(ProbeCli, ListShowsTheProbes) {
   const auto r = run_rafter({"probe", "--list"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* name : {"cpu.bandwidth", "cpu.latency", "cpu.compute"})
+  for (const char* name : {"cpu.bandwidth", "cpu.latency", "cpu.compute", "cuda.fp4_gemm"})
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
 }
 
