@@ -303,7 +303,8 @@ void launch_decode(const DecodeArgs& args, std::int64_t batch, cudaStream_t stre
 // CTA one 1/S slice of K (its activations decoded once into shared memory); every CTA walks its
 // row groups one item (256 values, 128 bytes a row) at a time with kStages items of loads in
 // flight per thread, and at the end of a row group the S partial sums meet in distributed shared
-// memory (double-buffered, one cluster barrier per row group), each CTA writing 1/S of the rows.
+// memory (double-buffered, one cluster barrier per row group), each CTA writing 128/S of the
+// group's rows for every token.
 // A warp owns 32 rows (two mma M tiles sharing each activation fragment). Shapes it does not fit
 // (K not a multiple of 256, or shared memory over budget: m > 32 mostly) take the kernel above.
 constexpr int kStreamWarps = 4;
