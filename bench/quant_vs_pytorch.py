@@ -197,7 +197,8 @@ def table(args):
     raf = json.load(open(args.rafter_json)) if os.path.exists(args.rafter_json) else {}
     tor = json.load(open(args.torch_json)) if os.path.exists(args.torch_json) else {}
     points = mixes(json.load(open(args.machine)), "HBM") if args.machine and os.path.exists(args.machine) else []
-    print(f"GPU: {tor.get('_gpu')}  torch {tor.get('_torch')}")
+    gpu = tor.get("_gpu") or (raf.get("_device") or {}).get("name")
+    print(f"GPU: {gpu}  torch {tor.get('_torch', 'not run')}")
     print("HBM roofs by write fraction (rafter probe cuda.bandwidth): "
           + (", ".join(f"{w:.3f}: {v / 1e12:.3f} TB/s" for w, v in points) or "not measured"))
     print(f"\n{'row':<30}{'rafter us':>10}{'HBM MB':>8}{'write':>7}{'TB/s':>7}{'roof':>7}{'%roof':>7}"
