@@ -106,9 +106,6 @@ void run_probe(ProbeArgs& a) {
   if (a.list) {
     std::vector<std::vector<std::string>> rows = {{"probe", "device", "what it measures"}};
     for (const auto& p : probes::probe_registry()) rows.push_back({p.name, p.device_kind, p.summary});
-    rows.push_back({std::string(kFp4GemmProbe), "cuda",
-                    "FP4 ceiling from rafter's emulated NVFP4 GEMM operator (dequantize to BF16 + cuBLASLt), "
-                    "where FP4 is emulated"});
     fmt::print("{}", format_text_table(rows, {1, 2}));
     return;
   }
@@ -126,7 +123,7 @@ void run_probe(ProbeArgs& a) {
   const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   MachineProfile profile = probes::characterize(a.device, a.options);
   if (ranks.rank() != 0) return;
-  if (profile.interrupted.empty()) add_fp4_gemm_ceilings(profile, a.options);
+  attach_fp4_gemm_datasheets(profile);
   write_measured_file(a.output, to_json(profile).dump(2) + "\n");
   print_table(profile);
   fmt::print("\nwrote {}\n", a.output);

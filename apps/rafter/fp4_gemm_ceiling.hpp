@@ -1,18 +1,13 @@
-// `rafter probe`'s FP4 ceiling from rafter's own emulated NVFP4 GEMM (fp4_gemm_ceiling.cpp).
+// `rafter probe`'s FP4 ceiling from rafter's own emulated NVFP4 GEMM (fp4_gemm_ceiling.cpp): the
+// probe "cuda.fp4_gemm", registered from here (apps/ composes probes/ and workloads/).
 #pragma once
-#include <string_view>
-
 #include "rafter/collector/machine_profile.hpp"
-#include "rafter/probes/probe.hpp"
 
 namespace rafter::cli {
 
-// Its name for --filter and --list.
-inline constexpr std::string_view kFp4GemmProbe = "cuda.fp4_gemm";
-
-// For every GPU of `profile` without FP4 tensor cores (compute capability 9.x): times the NVFP4
-// GEMM operator (8192³, 4096³ with --quick) and adds its FLOP rate as an emulated fp4 ceiling;
-// profile.conditions says what happened. Nothing where --filter excludes kFp4GemmProbe.
-void add_fp4_gemm_ceilings(MachineProfile& profile, const probes::ProbeOptions& options);
+// After the probes ran: each cuda.fp4_gemm ceiling gets the datasheet figure of the roof it runs
+// under, BF16's, from the BF16 tensor ceiling of its device (the probes run in registration
+// order, which does not put cuda.tensor first).
+void attach_fp4_gemm_datasheets(MachineProfile& profile);
 
 }  // namespace rafter::cli
