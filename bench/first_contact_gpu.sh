@@ -17,8 +17,7 @@ mkdir -p "$out"
 # shellcheck disable=SC1091
 source bench/device_prelude.sh
 export PYTHONUNBUFFERED=1
-finish() { tar czf "${OUT:-/tmp}/first-contact-${stages// /-}.tgz" -C "$out" . 2>/dev/null; stamp "done"; }
-trap finish EXIT
+archive_on_exit first-contact
 
 build_or_env "" || exit 1
 rafter="$PWD/$build/apps/rafter/rafter"

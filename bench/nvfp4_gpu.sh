@@ -17,8 +17,7 @@ mkdir -p "$out"
 # shellcheck disable=SC1091
 source bench/device_prelude.sh
 export PYTHONUNBUFFERED=1
-finish() { tar czf "${OUT:-/tmp}/nvfp4-${stages// /-}.tgz" -C "$out" . 2>/dev/null; stamp "done"; }
-trap finish EXIT
+archive_on_exit nvfp4
 
 RAFTER_BUILD_TARGETS=${RAFTER_BUILD_TARGETS:-rafter test_workloads} build_or_env "" || exit 1
 rafter="$PWD/$build/apps/rafter/rafter"
