@@ -92,11 +92,14 @@ PathChoice choose_path(const OpInstance& full) {
   return {false, "dequantize A and B to BF16 (rafter kernel), then cuBLASLt BF16 GEMM; the three launches timed together"};
 }
 
+// The prefill path's extra K columns for `hot` channels: hot rounded up to 64, so that BF16 rows of
+// k + pad stay 128-byte multiples (an H100 measurement: rows of k + 40 made cuBLASLt's GEMM itself
+// 5.6 % slower at 4096³).
+std::int64_t hot_pad(std::int64_t hot) { return (hot + 63) / 64 * 64; }
+
 // The hot-channel patch's operands (inputs 2 and 3 of the problem: R [m, hot], W_hot [n, hot]).
 struct HotOperands {
-  // pad: hot rounded up to 64 columns, so that BF16 rows of k + pad stay 128-byte multiples (an
-  // H100 measurement: rows of k + 40 made cuBLASLt's GEMM itself 5.6 % slower at 4096³).
-  std::int64_t hot = 0, pad = 0;
+  std::int64_t hot = 0, pad = 0;  // pad: hot_pad(hot)
   const __nv_bfloat16 *r = nullptr, *w = nullptr;
 };
 
@@ -104,7 +107,7 @@ HotOperands hot_operands(const OpInstance& in, DeviceProblem& d) {
   HotOperands h;
   h.hot = shape_value(in, "hot", 0);
   if (h.hot == 0) return h;
-  h.pad = (h.hot + 63) / 64 * 64;
+  h.pad = hot_pad(h.hot);
   h.r = d.input(2, DType::BF16, sz(shape_value(in, "m") * h.hot)).as_bf16();
   h.w = d.input(3, DType::BF16, sz(shape_value(in, "n") * h.hot)).as_bf16();
   return h;
@@ -181,7 +184,7 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
   double extra_memory_bytes(const OpInstance& inst, double footprint_bytes) const override {
     const double b = double(shape_value(inst, "batch")), m = double(shape_value(inst, "m")),
                  n = double(shape_value(inst, "n")), k = double(shape_value(inst, "k"));
-    const double ld = k + double((shape_value(inst, "hot", 0) + 63) / 64 * 64);
+    const double ld = k + double(hot_pad(shape_value(inst, "hot", 0)));
     const double copies = choose_path(inst).fused_decode ? 0.0 : 2.0 * b * (m + n) * ld;
     return CudaBackend::extra_memory_bytes(inst, footprint_bytes) + copies;
   }
