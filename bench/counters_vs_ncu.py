@@ -2,7 +2,12 @@
 """rafter's counted figures (run.json details.counters) against Nsight Compute's on the same kernels.
 
 Use: counters_vs_ncu.py table OUT NAME...   (reads OUT/NAME.rafter.json and OUT/NAME.ncu.csv)
-     counters_vs_ncu.py metrics RUN_JSON     (prints the metric list rafter counted, comma-separated)
+     counters_vs_ncu.py repeat OUT NAME...  (each tool against its own repeat: OUT/rafter_repeat,
+                                             OUT/ncu_repeat from `counters_vs_ncu.sh ... variants`)
+     counters_vs_ncu.py metrics RUN_JSON [--no-sass]
+                                             (prints the metric list rafter counted, comma-separated;
+                                             --no-sass leaves out the SASS instruction counts, which
+                                             ncu's range replay cannot collect)
 The ncu CSV comes from `ncu --csv --page raw --print-units base --log-file ...` over the kernels in
 rafter's NVTX range rafter_counted (see counters_vs_ncu.sh); each metric is summed over its kernels.
 """
@@ -102,8 +107,30 @@ def table(out_dir, names):
               f"worst {max(d.values(), default=0.0):.3%}")
 
 
+def repeat(out_dir, names):
+    """Run-to-run spread of each tool: its first count over its repeat, per figure where one moves."""
+    print(f"{'operator':20} {'figure':20} {'rafter/rafter':>14} {'ncu/ncu':>10}")
+    for name in names:
+        try:
+            a = derived(counted_record(f"{out_dir}/{name}.rafter.json")[1]["metrics"])
+            b = derived(counted_record(f"{out_dir}/rafter_repeat/{name}.rafter.json")[1]["metrics"])
+            c = derived(ncu_sums(f"{out_dir}/{name}.ncu.csv")[0])
+            d = derived(ncu_sums(f"{out_dir}/ncu_repeat/{name}.ncu.csv")[0])
+        except (OSError, SystemExit, IndexError) as e:
+            print(f"{name:20} no repeat ({e})")
+            continue
+        for k in sorted(a):
+            r = a[k] / b[k] if b.get(k) else float("nan")
+            n = c[k] / d[k] if d.get(k) else float("nan")
+            if abs(r - 1) > 0.003 or abs(n - 1) > 0.003:
+                print(f"{name:20} {k:20} {r:14.4f} {n:10.4f}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "metrics":
-        print(",".join(counted_record(sys.argv[2])[1]["metrics"]))
+        names = counted_record(sys.argv[2])[1]["metrics"]
+        print(",".join(m for m in names if "--no-sass" not in sys.argv or not m.startswith("sm__sass_")))
+    elif sys.argv[1] == "repeat":
+        repeat(sys.argv[2], sys.argv[3:])
     else:
         table(sys.argv[2], sys.argv[3:])

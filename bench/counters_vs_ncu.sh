@@ -6,9 +6,11 @@
 # the launch then runs once, uncounted, in the range). GEMMs use --algo heuristic so that both runs
 # pick the same cuBLASLt algorithm. Writes OUT/<op>.{rafter.json,ncu.csv}, OUT/table.txt and the
 # wall times of a Llama-2 7B prefill step: plain, with --counters, and with ncu counting.
-# Mode variants (after ops): the same operators counted again by rafter under CUPTI kernel replay and
-# by ncu with its default cache and clock control, one table each (OUT/variants.txt): where the two
-# tools' methods differ, which figure moves.
+# Mode variants (after ops; VARIANTS picks them): the same operators counted again by rafter (CUPTI
+# kernel replay, a repeat) and by ncu (default cache and clock control, no cache control, a repeat,
+# range and application-range replay with or without cache control; range replay cannot collect
+# the SASS instruction counts, so those are left out there), one table each (OUT/variants.txt):
+# where the two tools' methods differ, which figure moves.
 # Use: bash bench/counters_vs_ncu.sh BUILD OUT [ops|discover|step|variants|all]
 set -u
 build=${1:-build-dev}
@@ -73,22 +75,32 @@ fi
 
 if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
   vops=${VARIANT_OPS:-"rmsnorm softmax gemm_bf16_prefill quantize"}
+  # ncu_range / ncu_app_range: ncu measures the whole NVTX range (the launch and its synchronisation)
+  # as one result, in-process or by re-running rafter per pass, instead of kernel by kernel.
   declare -A ncu_flags=([ncu_defaults]="--cache-control all --clock-control base"
-                        [ncu_cache_none]="--cache-control none --clock-control none")
-  for v in rafter_kernel_replay ncu_defaults ncu_cache_none; do
+                        [ncu_cache_none]="--cache-control none --clock-control none"
+                        [ncu_range]="--replay-mode range --cache-control all --clock-control none"
+                        [ncu_app_range]="--replay-mode app-range --cache-control all --clock-control none"
+                        [ncu_app_range_nocache]="--replay-mode app-range --cache-control none --clock-control none"
+                        [ncu_repeat]="$ncu_conditions")
+  # rafter_*: rafter counts again (kernel replay, or the same mode a second time for its own
+  # run-to-run spread) against the first ncu table.
+  declare -A rafter_env=([rafter_kernel_replay]="RAFTER_CUPTI_REPLAY=kernel" [rafter_repeat]="RAFTER_CUPTI_REPLAY=user")
+  for v in ${VARIANTS:-rafter_kernel_replay ncu_defaults ncu_cache_none}; do
     mkdir -p "$out/$v"
     for name in $vops; do
       [ "$SECONDS" -lt "$budget" ] || break
       args=${ops[$name]}
-      if [ "$v" = rafter_kernel_replay ]; then
-        RAFTER_CUPTI_REPLAY=kernel $rafter profile $args "${common[@]}" -o "$out/$v/$name.rafter.json" > /dev/null 2>&1
+      if [ -n "${rafter_env[$v]:-}" ]; then
+        env ${rafter_env[$v]} $rafter profile $args "${common[@]}" -o "$out/$v/$name.rafter.json" > "$out/$v/$name.rafter.txt" 2>&1
         ln -sf "../$name.ncu.csv" "$out/$v/$name.ncu.csv"
       else
         ln -sf "../$name.rafter.json" "$out/$v/$name.rafter.json"
-        metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/$name.rafter.json") || continue
-        RAFTER_GPU_COUNTERS=off "$ncu" ${ncu_flags[$v]} --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
-          --csv --page raw --print-units base --log-file "$out/$v/$name.ncu.csv" \
-          $rafter profile $args "${common[@]}" -o "$out/$v/$name.ncu_run.json" > /dev/null 2>&1
+        metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/$name.rafter.json" \
+          $([[ $v == *range* ]] && echo --no-sass)) || continue
+        RAFTER_GPU_COUNTERS=off timeout ${VARIANT_TIMEOUT_S:-240} "$ncu" ${ncu_flags[$v]} --nvtx --nvtx-include "rafter_counted/" \
+          --metrics "$metrics" --csv --page raw --print-units base --log-file "$out/$v/$name.ncu.csv" \
+          $rafter profile $args "${common[@]}" -o "$out/$v/$name.ncu_run.json" > "$out/$v/$name.ncu_run.txt" 2>&1
       fi
     done
     echo "### $v" >> "$out/variants.txt"
