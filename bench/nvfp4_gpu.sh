@@ -9,6 +9,8 @@
 #   bash bench/nvfp4_gpu.sh [build-dir]
 # STAGES (default all) picks a subset, e.g. two calls of under 10 minutes each on a warm machine:
 #   STAGES="build tests quant" ...   then   STAGES="decode ncu steps" ...
+# TEST_FILTER replaces the tests stage's gtest filter; QUANT_FILTER (bench/quant_vs_pytorch.py) the
+# quantizer rows.
 set -uo pipefail
 build=${1:-build-dev}
 out=/tmp/nvfp4
@@ -25,8 +27,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temp
   --format=csv,noheader | tee "$out/nvidia-smi.csv"
 
 if has tests; then
-  "$build/tests/test_workloads" --gtest_filter='Fp4GemmCuda.*:GpuQuant.*:GpuKernelsCuda.Fp4GemmTimesItsHotPatch' \
-    >"$out/test_fp4.log" 2>&1
+  "$build/tests/test_workloads" \
+    --gtest_filter="${TEST_FILTER:-Fp4GemmCuda.*:GpuQuant.*:GpuKernelsCuda.Fp4GemmTimesItsHotPatch}" >"$out/test_fp4.log" 2>&1
   echo "test_workloads (FP4, quantizers, hot patch): exit $?"
   grep -E "^\[  (PASSED|FAILED) |Failure|error|^hot patch" "$out/test_fp4.log" | head
   timeout 100 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_workloads" \

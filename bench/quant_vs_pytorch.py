@@ -6,7 +6,9 @@ Modes (bench/quant_vs_pytorch.sh runs them in one device call):
   torch  --out torch.json                 the same quantizer written here from its definition (below),
                                           eager and torch.compile, same shapes, same timing method
   table  --rafter-json --torch-json --machine machine.json
-QUANT_ROWS=patches runs the hot-channel patch rows only (bench/quant_vs_pytorch.sh then skips torch).
+QUANT_ROWS=patches runs the hot-channel patch rows only (bench/quant_vs_pytorch.sh then skips torch),
+QUANT_ROWS=quantizers the quantizer rows only.
+QUANT_FILTER=REGEX keeps the quantizer rows whose name matches (both sides and the table).
 
 Rows: Llama-2 7B shapes, activations 4096 tokens x 4096 / 11008 features (NVFP4 1x16, MXFP4, FP8 with
 current scaling), weights 11008x4096 / 4096x11008 (NVFP4 16x16), the weight-gradient operand (NVFP4
@@ -22,6 +24,7 @@ inside the GEMM as `hot` channels of extra K, whose record times the GEMM withou
 """
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -44,6 +47,15 @@ ROWS = [
     q("act 4096x4096 mxfp4", "quantize", "mxfp4", 4096, 4096),
     q("act 4096x4096 fp8_e4m3", "quantize", "fp8_e4m3", 4096, 4096),
     q("dY 4096x4096 fp8_e5m2", "quantize", "fp8_e5m2", 4096, 4096),
+    # Row-wise and column-wise copies from one pass (the training recipe's X, dY and W), and the
+    # column-wise copy alone (what the recipe emitted before, beside the row-wise row above).
+    q("act+T 4096x4096 nvfp4", "quantize", "nvfp4", 4096, 4096, transpose=1),
+    q("act+T 4096x4096 nvfp4 rht", "quantize", "nvfp4", 4096, 4096, transpose=1, rht=1),
+    q("actT 4096x4096 nvfp4 rht", "quantize", "nvfp4", 4096, 4096, rht=1),
+    q("dY+T 4096x4096 nvfp4 rht+sr", "quantize", "nvfp4", 4096, 4096, transpose=1, rht=1, sr=1),
+    q("W+T 11008x4096 nvfp4 16x16", "quantize", "nvfp4", 11008, 4096, block2d=1, transpose=1),
+    q("act+T 4096x4096 mxfp4", "quantize", "mxfp4", 4096, 4096, transpose=1),
+    q("act+T 4096x4096 fp8_e4m3", "quantize", "fp8_e4m3", 4096, 4096, transpose=1),
     q("deq 4096x4096 nvfp4", "dequantize", "nvfp4", 4096, 4096),
     q("deq W 11008x4096 nvfp4 16x16", "dequantize", "nvfp4", 11008, 4096, block2d=1),
     q("deq 4096x4096 mxfp4", "dequantize", "mxfp4", 4096, 4096),
@@ -64,11 +76,13 @@ def patch_rows(proj, k, hot):
 
 
 PATCHES = [patch_rows("o_proj", 4096, 40), patch_rows("down_proj", 11008, 112)]
+if os.environ.get("QUANT_FILTER"):
+    ROWS = [r for r in ROWS if re.search(os.environ["QUANT_FILTER"], r["name"])]
 
 
 def run_rafter(args):
     results = {}
-    patches = [r for rows in PATCHES for r in rows]
+    patches = [] if os.environ.get("QUANT_ROWS") == "quantizers" else [r for rows in PATCHES for r in rows]
     for row in patches if os.environ.get("QUANT_ROWS") == "patches" else ROWS + patches:
         rafter_row(args.rafter, row, [], results)
         json.dump(results, open(args.out, "w"), indent=1)
@@ -103,6 +117,11 @@ def quantizers(torch):
 
     def quantize(x, row):
         s, prec = row["shape"], row["precision"]
+        if s.get("transpose"):  # the row-wise copy untransformed, the column-wise one with the RHT
+            plain = dict(row, shape={k: v for k, v in s.items() if k not in ("transpose", "rht")})
+            cols = dict(row, shape={**{k: v for k, v in s.items() if k != "transpose"},
+                                    "rows": s["cols"], "cols": s["rows"]})
+            return quantize(x, plain), quantize(x.t().contiguous(), cols)
         r, c = x.shape
         xf = x.float()
         if s.get("rht"):

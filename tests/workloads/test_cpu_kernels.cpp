@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "onednn_oracle.hpp"
+#include "rafter/collector/error.hpp"
 #include "rafter/workloads/backend.hpp"
 #include "rafter/workloads/precision.hpp"
 #include "rafter/workloads/suite.hpp"
@@ -102,6 +103,32 @@ TEST(CpuKernels, ExactQuantizersAgreeWithTheFp64Definition) {
   small.shape = q.check_instance(blocks).shape;
   ASSERT_EQ(small.shape.at("cols") % 256, 0) << "the check must reach that path";
   EXPECT_LT(profile_instance(blocks, ctx, {}).check.error, 1e-3);
+}
+
+// transpose=1: the column-wise copy (Xᵀ, blocks along rows) is checked as a second output; the RHT
+// transforms that copy only.
+TEST(CpuKernels, QuantizersWriteTheColumnWiseCopy) {
+  const auto ctx = tiny_context();
+  const auto& q = OperatorRegistry::instance().get("quantize");
+  for (const char* p : {"nvfp4", "mxfp4", "fp8_e4m3"})
+    for (int rht : {0, 1})
+      for (int block2d : {0, 1}) {
+        if (block2d && std::string(p) != "nvfp4") continue;
+        OpInstance inst = normalize_instance(
+            q, {"quantize",
+                "",
+                "fwd",
+                {{"rows", 64}, {"cols", 96}, {"transpose", 1}, {"rht", rht}, {"block2d", block2d}},
+                p,
+                1});
+        const auto r = profile_instance(inst, ctx, {});
+        EXPECT_EQ(r.status, RecordStatus::Ok) << r.note;
+        EXPECT_LT(r.check.error, 1e-3) << p << " rht " << rht << " block2d " << block2d;
+      }
+  // The copy's blocks run along rows: 48 rows are not whole MXFP4 blocks of 32.
+  EXPECT_THROW(normalize_instance(
+                   q, {"quantize", "", "fwd", {{"rows", 48}, {"cols", 64}, {"transpose", 1}}, "mxfp4", 1}),
+               rafter::InputError);
 }
 
 // Run alone (not under mpirun) the collectives have no backend: the mpi one needs a second rank.

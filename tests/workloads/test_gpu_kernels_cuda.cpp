@@ -90,7 +90,15 @@ std::vector<Case> cases() {
     c.push_back({"quantize", "fwd", p, {{"rows", 32}, {"cols", 256}, {"rht", 1}}});
     c.push_back({"quantize", "fwd", p, {{"rows", 32}, {"cols", 256}, {"sr", 1}}});
     c.push_back({"dequantize", "fwd", p, {{"rows", 48}, {"cols", 320}}});
+    // Both copies from one pass; the RHT and stochastic rounding on the column-wise copy.
+    c.push_back({"quantize", "fwd", p, {{"rows", 64}, {"cols", 320}, {"transpose", 1}}});
+    c.push_back(
+        {"quantize", "fwd", p, {{"rows", 96}, {"cols", 256}, {"transpose", 1}, {"rht", 1}, {"sr", 1}}});
   }
+  c.push_back({"quantize",
+               "fwd",
+               "nvfp4",
+               {{"rows", 64}, {"cols", 320}, {"block2d", 1}, {"transpose", 1}, {"rht", 1}}});
   for (const char* op : {"quantize", "dequantize"})
     c.push_back({op, "fwd", "nvfp4", {{"rows", 48}, {"cols", 320}, {"block2d", 1}}});
   c.push_back({"quantize", "fwd", "nvfp4", {{"rows", 64}, {"cols", 128}, {"block2d", 1}, {"rht", 1}, {"sr", 1}}});

@@ -195,6 +195,11 @@ TEST(OperatorCosts, QuantizersAndPatch) {
   EXPECT_DOUBLE_EQ(flops(c, "fp32"), (5 + 32 + 2) * n);
   c = cost_of("quantize", {{"rows", 64}, {"cols", 256}}, "mxfp4");
   EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * n + n / 2 + n / 32);
+  // The column-wise copy: its writes and its encoding, no second read; the RHT on that copy only.
+  c = cost_of("quantize", {{"rows", 64}, {"cols", 256}, {"transpose", 1}, {"rht", 1}, {"sr", 1}}, "nvfp4");
+  EXPECT_DOUBLE_EQ(c.compulsory_write_bytes, 2 * (n / 2 + n / 16 + 4));
+  EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2 * n + 2 * (n / 2 + n / 16 + 4));
+  EXPECT_DOUBLE_EQ(flops(c, "fp32"), (2 * (5 + 2) + 32) * n);
   // 64 MiB of input beyond a 32 MiB L3: DRAM sees it twice where a tensor scale needs an amax
   // pass first (NVFP4, FP8), once for MXFP4.
   const double big = 4096.0 * 8192;

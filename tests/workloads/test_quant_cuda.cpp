@@ -140,6 +140,59 @@ TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
     }
 }
 
+std::vector<std::uint8_t> bytes_of(const rafter::workloads::cpu::Buffer& b, std::size_t n) {
+  const auto* p = static_cast<const std::uint8_t*>(b.data());
+  return {p, p + n};
+}
+
+// transpose=1: the row-wise copy (never transformed) and the column-wise copy (Xᵀ, its blocks along
+// rows, the RHT where asked) from one encoding pass equal the CPU encoder's on X and on Xᵀ, byte for
+// byte. 96 × 320: partial 64×64 tiles in both directions.
+TEST_F(GpuQuant, BothCopiesFromOnePassEqualTheCpuEncoder) {
+  const std::int64_t rows = 96, cols = 320;
+  const auto x = random_bf16(rows, cols, 11);
+  std::vector<float> xf(x.size()), xt(x.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      xt[std::size_t(c * rows + r)] = xf[std::size_t(r * cols + c)] =
+          numfmt::bf16_to_float(x[std::size_t(r * cols + c)]);
+  Dev<__nv_bfloat16> dx(x.size());
+  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  for (const Format& f : kFormats)
+    for (bool rht : {false, true}) {
+      SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : "") + (rht ? " rht" : ""));
+      cpu::QuantizedTensor q, qt;
+      q.precision = qt.precision = f.precision;
+      q.block2d = qt.block2d = f.block2d;
+      q.rows = qt.cols = rows, q.cols = qt.rows = cols;
+      q.allocate(), qt.allocate();
+      cpu::quantize(xf.data(), q, {false, false, 1});
+      cpu::quantize(xt.data(), qt, {rht, false, 1});
+      GpuQuantized g(f.gpu, rows, cols), gt(f.gpu, cols, rows);
+      const cuda::QuantTensorRef t = gt.ref();
+      cuda::quantize_bf16(dx.p, g.ref(), rows, cols, f.gpu, {rht, false, 1}, g.workspace.p, nullptr, &t);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols),
+                        ns = cuda::quant_scale_bytes(f.gpu, rows, cols);
+      EXPECT_EQ(g.codes.host(nc), bytes_of(q.values, nc)) << "row-wise codes";
+      EXPECT_EQ(gt.codes.host(nc), bytes_of(qt.values, nc)) << "column-wise codes";
+      if (ns) {
+        EXPECT_EQ(g.scales.host(ns), bytes_of(q.scales, ns)) << "row-wise scales";
+        EXPECT_EQ(gt.scales.host(ns), bytes_of(qt.scales, ns)) << "column-wise scales";
+      }
+      if (f.gpu != cuda::QuantFormat::Mxfp4) {
+        EXPECT_EQ(g.tensor_scale.host(1)[0], q.tensor_scale);
+        EXPECT_EQ(gt.tensor_scale.host(1)[0], qt.tensor_scale);
+      }
+    }
+  // Whole blocks along rows: 48 rows are not whole MXFP4 blocks of 32.
+  GpuQuantized g(cuda::QuantFormat::Mxfp4, 48, 64), gt(cuda::QuantFormat::Mxfp4, 64, 48);
+  const cuda::QuantTensorRef t = gt.ref();
+  EXPECT_THROW(
+      cuda::quantize_bf16(dx.p, g.ref(), 48, 64, cuda::QuantFormat::Mxfp4, {}, g.workspace.p, nullptr, &t),
+      rafter::InputError);
+}
+
 // Inputs whose block scales are exact (each 1×16 block holds ±2^-j, the tensor's amax is 1), so
 // that no value lies beyond 6 block scales and stochastic rounding has nothing to clip: then its
 // expectation is the input itself.

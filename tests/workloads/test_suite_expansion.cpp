@@ -214,8 +214,20 @@ TEST(SuiteExpansion, Nvfp4RecipeAddsQuantizersPatchesAndBf16Layers) {
   const auto qw = find(ops, "layer.mlp.down_proj.quant_w", "fwd");
   ASSERT_EQ(qw.size(), 1u);
   EXPECT_EQ(qw[0].shape.at("block2d"), 1);
-  EXPECT_EQ(find(ops, "layer.mlp.down_proj.quant_xT", "fwd")[0].shape.at("rht"), 1);
-  EXPECT_EQ(find(ops, "layer.mlp.down_proj.quant_dy", "fwd")[0].shape.at("sr"), 1);
+  EXPECT_EQ(qw[0].shape.at("transpose"), 1);
+  // X and dY: both copies from one pass each; the RHT on the column-wise copies (wgrad inputs).
+  const auto qx = find(ops, "layer.mlp.down_proj.quant_x", "fwd"),
+             qdy = find(ops, "layer.mlp.down_proj.quant_dy", "fwd");
+  ASSERT_EQ(qx.size(), 1u);
+  ASSERT_EQ(qdy.size(), 1u);
+  EXPECT_EQ(qx[0].shape.at("transpose"), 1);
+  EXPECT_EQ(qx[0].shape.at("rht"), 1);
+  EXPECT_EQ(qx[0].shape.at("sr"), 0);
+  EXPECT_EQ(qdy[0].shape.at("transpose"), 1);
+  EXPECT_EQ(qdy[0].shape.at("rht"), 1);
+  EXPECT_EQ(qdy[0].shape.at("sr"), 1);
+  EXPECT_TRUE(find(ops, "layer.mlp.down_proj.quant_xT", "fwd").empty());
+  EXPECT_TRUE(find(ops, "layer.mlp.down_proj.quant_dyT", "fwd").empty());
   EXPECT_EQ(find(ops, "layer.attn.core", "fwd")[0].precision, "bf16");  // post-QK in BF16
 }
 

@@ -31,6 +31,7 @@ constexpr int kMaxAmaxBlocks = 4096;
 
 struct AmaxWorkspace {
   float partial[kMaxAmaxBlocks];
+  float partial_t[kMaxAmaxBlocks];  // the column-wise copy's maxima (transpose with its RHT)
   unsigned int counter;
 };
 
@@ -89,11 +90,39 @@ __device__ __forceinline__ float abs_max8(const float (&f)[8]) {
 
 // ---- amax pass -------------------------------------------------------------------------------
 
+// The last CTA of an amax pass: every CTA's maximum (and the column-wise copy's, where one is
+// kept apart) to the tensor scale(s); the counter is zeroed for the next call.
+__device__ __forceinline__ void finish_amax(float m, float mt, AmaxWorkspace* ws, float* tensor_scale,
+                                            float* tensor_scale_t, bool apart, float range, float* scratch) {
+  __shared__ bool last_block;
+  if (threadIdx.x == 0) {
+    ws->partial[blockIdx.x] = m;
+    if (apart) ws->partial_t[blockIdx.x] = mt;
+    __threadfence();
+    last_block = atomicAdd(&ws->counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  float a = 0.0f, at = 0.0f;
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kThreads) {
+    a = fmaxf(a, __ldcg(&ws->partial[b]));
+    if (apart) at = fmaxf(at, __ldcg(&ws->partial_t[b]));
+  }
+  a = block_reduce<true>(a, scratch);
+  if (apart) at = block_reduce<true>(at, scratch);
+  if (threadIdx.x == 0) {
+    *tensor_scale = a > 0.0f ? a / range : 1.0f;
+    if (tensor_scale_t) *tensor_scale_t = apart ? (at > 0.0f ? at / range : 1.0f) : *tensor_scale;
+    ws->counter = 0;  // ready for the next call
+  }
+}
+
+// tensor_scale_t (may be null): the column-wise copy's tensor scale, the same as the row-wise one.
 template <bool Rht>
 __global__ void __launch_bounds__(kThreads)
-    amax_kernel(const bf16* x, std::int64_t n, AmaxWorkspace* ws, float* tensor_scale, float range) {
+    amax_kernel(const bf16* x, std::int64_t n, AmaxWorkspace* ws, float* tensor_scale, float* tensor_scale_t,
+                float range) {
   __shared__ float scratch[32];
-  __shared__ bool last_block;
   const std::int64_t nvec = n / 8, chunk = std::int64_t(kThreads) * kAmaxVectorsPerThread;
   float m = 0.0f;
   // The loop bound is uniform over the CTA, so that the RHT's shuffles always find their pair.
@@ -114,20 +143,67 @@ __global__ void __launch_bounds__(kThreads)
     for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
       m = fmaxf(m, fabsf(__bfloat162float(x[e])));
   m = block_reduce<true>(m, scratch);
-  if (threadIdx.x == 0) {
-    ws->partial[blockIdx.x] = m;
-    __threadfence();
-    last_block = atomicAdd(&ws->counter, 1u) == gridDim.x - 1;
+  finish_amax(m, 0.0f, ws, tensor_scale, tensor_scale_t, false, range, scratch);
+}
+
+// One butterfly stage over 16 values: pairs (i, i + H) for every i with bit H clear. Each pair is
+// independent of the others, so any order gives the same bits.
+template <int H>
+__device__ __forceinline__ void butterfly16(float (&f)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+    if (!(i & H)) {
+      const float a = f[i], b = f[i + H];
+      f[i] = a + b;
+      f[i + H] = a - b;
+    }
+}
+
+// x[16 values along rows] ← H16·diag(sign)·x / 4 in one thread: hadamard16_pair's operations (and
+// so the CPU's), for the column-wise copy, whose blocks run along rows. Stages written out one by
+// one: nested loops with a variable stride left the array in local memory.
+__device__ __forceinline__ void hadamard16(float (&f)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+    if ((kRhtNegative >> i) & 1u) f[i] = -f[i];
+  butterfly16<1>(f);
+  butterfly16<2>(f);
+  butterfly16<4>(f);
+  butterfly16<8>(f);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) f[i] *= 0.25f;
+}
+
+// Both maxima in one read, for transpose with the RHT: |x| (the row-wise copy) and |H16·x| over each
+// 16 values down a column (the column-wise copy). A thread takes 16 rows × 8 columns per step.
+__global__ void __launch_bounds__(kThreads)
+    amax_columns_kernel(const bf16* x, std::int64_t rows, std::int64_t cols, AmaxWorkspace* ws,
+                        float* tensor_scale, float* tensor_scale_t, float range) {
+  __shared__ float scratch[32];
+  const std::int64_t vecs_per_row = cols / 8, chunks = rows / 16 * vecs_per_row;
+  float m = 0.0f, mt = 0.0f;
+  for (std::int64_t c = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; c < chunks;
+       c += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t g = c / vecs_per_row, cv = c - g * vecs_per_row;
+    Bf16x8 raw[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) raw[i] = load8(x + (g * 16 + i) * cols + cv * 8);  // cached: read again
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {  // column by column: 16 floats live, not 128
+      float v[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        v[i] = (j & 1) ? __high2float(raw[i].h[j >> 1]) : __low2float(raw[i].h[j >> 1]);
+        m = fmaxf(m, fabsf(v[i]));
+      }
+      hadamard16(v);
+#pragma unroll
+      for (int i = 0; i < 16; ++i) mt = fmaxf(mt, fabsf(v[i]));
+    }
   }
-  __syncthreads();
-  if (!last_block) return;
-  float a = 0.0f;
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += kThreads) a = fmaxf(a, __ldcg(&ws->partial[b]));
-  a = block_reduce<true>(a, scratch);
-  if (threadIdx.x == 0) {
-    *tensor_scale = a > 0.0f ? a / range : 1.0f;
-    ws->counter = 0;  // ready for the next call
-  }
+  m = block_reduce<true>(m, scratch);
+  mt = block_reduce<true>(mt, scratch);
+  finish_amax(m, mt, ws, tensor_scale, tensor_scale_t, true, range, scratch);
 }
 
 // ---- encoding --------------------------------------------------------------------------------
@@ -289,6 +365,122 @@ __global__ void __launch_bounds__(kThreads)
   if (lane == 0) q.scales[tr * tiles_per_row + tc] = bits;
 }
 
+// transpose=1: both copies from one read. A CTA takes a 64×64 tile. Phase A: a thread owns 16
+// values of a row (one NVFP4 block, half an MXFP4 block) and writes the row-wise codes; the tile
+// goes to shared memory. Phase B: a thread owns 16 values down a column (the column-wise copy's
+// block, after the RHT where asked) and writes them as 16 consecutive values of a row of Xᵀ. 16×16
+// tiles take their maximum through shared memory, MXFP4 pairs through a shuffle. The stochastic
+// draws of the copy are keyed by seed + 1 and counted by its own vector index, as the CPU's.
+constexpr int kTile = 64;
+constexpr int kTilePad = kTile + 1;  // shared-memory row stride: column reads 2-way conflicted at most
+
+template <QuantFormat F>
+__device__ __forceinline__ float copy_block_max(float bamax, float* red, int owner, int stride_owner) {
+  if constexpr (F == QuantFormat::Mxfp4) {
+    return fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, 1));  // segments 2s, 2s+1: one 1×32 block
+  } else if constexpr (F == QuantFormat::Nvfp4Tile16) {
+    // red[owner] holds each thread's 16-value maximum; a 16×16 tile is 16 owners stride_owner apart.
+    __syncthreads();
+    red[threadIdx.x] = bamax;
+    __syncthreads();
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) m = fmaxf(m, red[owner + i * stride_owner]);
+    return m;
+  } else {
+    return bamax;
+  }
+}
+
+// 16 values at f (one thread's segment) to codes at byte offset e / 2 (FP4) or e (FP8), e a multiple
+// of 16; the block's scale bits returned through `bits`.
+template <QuantFormat F, bool Sr>
+__device__ __forceinline__ void encode16(const float (&f)[16], float bamax, float ts, std::uint8_t* codes,
+                                         std::int64_t e, std::uint64_t seed, std::uint8_t& bits) {
+  if constexpr (is_fp8(F)) {
+    std::uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) w[i / 4] |= std::uint32_t(fp8_byte<F>(f[i] / ts)) << (8 * (i % 4));
+    *reinterpret_cast<uint4*>(codes + e) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    constexpr QuantFormat S = F == QuantFormat::Mxfp4 ? F : QuantFormat::Nvfp4;
+    const float scale = block_scale<S>(bamax, ts, bits);
+    float lo[8], hi[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) lo[i] = f[i], hi[i] = f[8 + i];
+    const std::uint64_t v = std::uint64_t(e / 8);
+    *reinterpret_cast<uint2*>(codes + e / 2) =
+        make_uint2(encode_fp4x8<Sr>(lo, scale, v, seed), encode_fp4x8<Sr>(hi, scale, v + 1, seed));
+  }
+}
+
+template <QuantFormat F, bool RhtCols, bool Sr>
+__global__ void __launch_bounds__(kThreads)
+    quantize_both_kernel(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows,
+                         std::int64_t cols, std::uint64_t seed) {
+  __shared__ float tile[kTile][kTilePad];
+  __shared__ float red[kThreads];
+  const int t = threadIdx.x, seg = t & 3, line = t >> 2;  // 4 segments of 16 along a 64-wide line
+  const std::int64_t r0 = std::int64_t(gridDim.y - 1 - blockIdx.y) * kTile;  // reversed: L2 keeps the end
+  const std::int64_t c0 = std::int64_t(gridDim.x - 1 - blockIdx.x) * kTile;
+  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
+  const float tst = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(qt.tensor_scale);
+
+  // Phase A: row r0 + line, columns c0 + 16·seg ... + 15.
+  {
+    const std::int64_t r = r0 + line, c = c0 + 16 * seg;
+    const bool valid = r < rows && c < cols;  // rows and cols are multiples of 16
+    float f[16];
+    float a[8], b[8];
+    load_vector(x, (r * cols + c) / 8, valid, true, a);
+    load_vector(x, (r * cols + c) / 8 + 1, valid, true, b);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) f[i] = a[i], f[8 + i] = b[i];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) tile[line][16 * seg + i] = f[i];
+    float bamax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
+    // A 16×16 tile: lines 16·(line/16) ... + 15 of this segment, owners 4 threads apart.
+    bamax = copy_block_max<F>(bamax, red, (line & ~15) * 4 + seg, 4);
+    std::uint8_t bits = 0;
+    const std::int64_t e = r * cols + c;
+    if (valid) {
+      encode16<F, Sr>(f, bamax, ts, q.codes, e, seed, bits);
+      if constexpr (F == QuantFormat::Nvfp4) q.scales[e / 16] = bits;
+      if constexpr (F == QuantFormat::Mxfp4)
+        if (!(seg & 1)) q.scales[e / 32] = bits;
+      if constexpr (F == QuantFormat::Nvfp4Tile16)
+        if (!(line & 15)) q.scales[(r / 16) * (cols / 16) + c / 16] = bits;
+    }
+  }
+  __syncthreads();
+  // Phase B: column c0 + line, rows r0 + 16·seg ... + 15, written as row c0 + line of Xᵀ.
+  {
+    const std::int64_t c = c0 + line, r = r0 + 16 * seg;
+    const bool valid = r < rows && c < cols;
+    float f[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) f[i] = valid ? tile[16 * seg + i][line] : 0.0f;
+    if (RhtCols) hadamard16(f);
+    float bamax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
+    // A 16×16 tile: columns 16·(line/16) ... + 15 of this segment, owners 4 threads apart.
+    bamax = copy_block_max<F>(bamax, red, (line & ~15) * 4 + seg, 4);
+    std::uint8_t bits = 0;
+    const std::int64_t e = c * rows + r;
+    if (valid) {
+      encode16<F, Sr>(f, bamax, tst, qt.codes, e, seed + 1, bits);
+      if constexpr (F == QuantFormat::Nvfp4) qt.scales[e / 16] = bits;
+      if constexpr (F == QuantFormat::Mxfp4)
+        if (!(seg & 1)) qt.scales[e / 32] = bits;
+      if constexpr (F == QuantFormat::Nvfp4Tile16)
+        if (!(line & 15)) qt.scales[(c / 16) * (rows / 16) + r / 16] = bits;
+    }
+  }
+}
+
 // ---- decoding --------------------------------------------------------------------------------
 
 __device__ __forceinline__ float e2m1_value(std::uint32_t k) {  // sign bit 8, as the CPU decoder's bits
@@ -391,7 +583,7 @@ void check_shape(QuantFormat f, std::int64_t rows, std::int64_t cols, bool rht) 
 }
 
 void launch_amax(const bf16* x, std::int64_t n, bool rht, void* workspace, float* tensor_scale, float range,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, float* tensor_scale_t = nullptr) {
   const int sms = sm_count();
   const std::int64_t chunks =
       (n / 8 + kThreads * kAmaxVectorsPerThread - 1) / (kThreads * kAmaxVectorsPerThread);
@@ -399,10 +591,64 @@ void launch_amax(const bf16* x, std::int64_t n, bool rht, void* workspace, float
   const unsigned grid = unsigned(std::clamp<std::int64_t>(chunks, 1, std::min(kMaxAmaxBlocks, 8 * sms)));
   auto* ws = static_cast<AmaxWorkspace*>(workspace);
   if (rht)
-    amax_kernel<true><<<grid, kThreads, 0, stream>>>(x, n, ws, tensor_scale, range);
+    amax_kernel<true><<<grid, kThreads, 0, stream>>>(x, n, ws, tensor_scale, tensor_scale_t, range);
   else
-    amax_kernel<false><<<grid, kThreads, 0, stream>>>(x, n, ws, tensor_scale, range);
+    amax_kernel<false><<<grid, kThreads, 0, stream>>>(x, n, ws, tensor_scale, tensor_scale_t, range);
   RAFTER_CUDA_LAUNCH_CHECK("amax_kernel");
+}
+
+template <QuantFormat F, bool RhtCols, bool Sr>
+void launch_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows, std::int64_t cols,
+                 std::uint64_t seed, cudaStream_t stream) {
+  const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned((rows + kTile - 1) / kTile));
+  quantize_both_kernel<F, RhtCols, Sr><<<grid, kThreads, 0, stream>>>(x, q, qt, rows, cols, seed);
+  RAFTER_CUDA_LAUNCH_CHECK("quantize_both_kernel");
+}
+
+template <QuantFormat F>
+void launch_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows, std::int64_t cols,
+                 const QuantLaunchOptions& o, cudaStream_t stream) {
+  if (o.rht && o.stochastic) return launch_both<F, true, true>(x, q, qt, rows, cols, o.seed, stream);
+  if (o.rht) return launch_both<F, true, false>(x, q, qt, rows, cols, o.seed, stream);
+  if (o.stochastic) return launch_both<F, false, true>(x, q, qt, rows, cols, o.seed, stream);
+  launch_both<F, false, false>(x, q, qt, rows, cols, o.seed, stream);
+}
+
+// transpose=1: the amax pass (both maxima in one read where the RHT makes them differ), then one
+// encoding pass writing both copies.
+void quantize_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows, std::int64_t cols,
+                   QuantFormat f, const QuantLaunchOptions& o, void* workspace, cudaStream_t stream) {
+  const int bc = block_cols(f);
+  if (rows <= 0 || cols <= 0 || rows % std::max(16, bc) || cols % std::max(16, bc) || rows / kTile > 65535)
+    throw InputError("quantize with its column-wise copy: rows=" + std::to_string(rows) + " and cols=" +
+                     std::to_string(cols) + " must be multiples of " + std::to_string(std::max(16, bc)));
+  if (f != QuantFormat::Mxfp4) {
+    if (o.rht) {
+      const std::int64_t chunks = rows / 16 * (cols / 8);
+      const unsigned grid = unsigned(std::clamp<std::int64_t>((chunks + kThreads - 1) / kThreads, 1,
+                                                              std::min(kMaxAmaxBlocks, 8 * sm_count())));
+      amax_columns_kernel<<<grid, kThreads, 0, stream>>>(x, rows, cols,
+                                                         static_cast<AmaxWorkspace*>(workspace),
+                                                         q.tensor_scale, qt.tensor_scale, scale_range(f));
+      RAFTER_CUDA_LAUNCH_CHECK("amax_columns_kernel");
+    } else {
+      launch_amax(x, rows * cols, false, workspace, q.tensor_scale, scale_range(f), stream, qt.tensor_scale);
+    }
+  }
+  // FP8 rounds to nearest even, stochastic rounding asked or not, as the CPU encoder does.
+  const QuantLaunchOptions fp8{o.rht, false, o.seed};
+  switch (f) {
+    case QuantFormat::Nvfp4:
+      return launch_both<QuantFormat::Nvfp4>(x, q, qt, rows, cols, o, stream);
+    case QuantFormat::Nvfp4Tile16:
+      return launch_both<QuantFormat::Nvfp4Tile16>(x, q, qt, rows, cols, o, stream);
+    case QuantFormat::Mxfp4:
+      return launch_both<QuantFormat::Mxfp4>(x, q, qt, rows, cols, o, stream);
+    case QuantFormat::Fp8E4m3:
+      return launch_both<QuantFormat::Fp8E4m3>(x, q, qt, rows, cols, fp8, stream);
+    case QuantFormat::Fp8E5m2:
+      return launch_both<QuantFormat::Fp8E5m2>(x, q, qt, rows, cols, fp8, stream);
+  }
 }
 
 template <QuantFormat F, bool Rht, bool Sr>
@@ -466,7 +712,9 @@ std::size_t quant_scale_bytes(QuantFormat f, std::int64_t rows, std::int64_t col
 std::size_t quant_workspace_bytes() { return sizeof(AmaxWorkspace); }
 
 void quantize_bf16(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols, QuantFormat f,
-                   const QuantLaunchOptions& o, void* workspace, cudaStream_t stream) {
+                   const QuantLaunchOptions& o, void* workspace, cudaStream_t stream,
+                   const QuantTensorRef* transposed) {
+  if (transposed) return quantize_both(x, q, *transposed, rows, cols, f, o, workspace, stream);
   check_shape(f, rows, cols, o.rht);
   if (f != QuantFormat::Mxfp4)
     launch_amax(x, rows * cols, o.rht, workspace, q.tensor_scale, scale_range(f), stream);

@@ -41,18 +41,25 @@ DeviceQuantized alloc_quantized(DeviceProblem& d, QuantFormat f, std::int64_t ro
   return q;
 }
 
+// transpose=1: the column-wise copy [cols, rows] from the same encoding pass, checked as output 1.
 StreamFn bind_quantize(const OpInstance& in, DeviceProblem& d) {
   const auto rows = shape_value(in, "rows"), cols = shape_value(in, "cols");
   const QuantFormat f = format_of(in);
   const QuantLaunchOptions o{shape_value(in, "rht") != 0, shape_value(in, "sr") != 0, 1};
   const auto* x = d.input(0, DType::BF16, sz(rows * cols), -3, 3).as_bf16();
   const DeviceQuantized q = alloc_quantized(d, f, rows, cols);
-  if (!d.checking())
-    return [=](cudaStream_t s) { quantize_bf16(x, q.ref, rows, cols, f, o, q.workspace, s); };
+  const bool both = shape_value(in, "transpose") != 0;
+  const QuantTensorRef qt = both ? alloc_quantized(d, f, cols, rows).ref : QuantTensorRef{};
+  const auto encode = [=](cudaStream_t s) {
+    quantize_bf16(x, q.ref, rows, cols, f, o, q.workspace, s, both ? &qt : nullptr);
+  };
+  if (!d.checking()) return encode;
   auto* y = d.output(DType::F32, sz(rows * cols), 0).as<float>();
+  float* yt = both ? d.output(DType::F32, sz(rows * cols), 1).as<float>() : nullptr;
   return [=](cudaStream_t s) {
-    quantize_bf16(x, q.ref, rows, cols, f, o, q.workspace, s);
+    encode(s);
     dequantize_to_f32(q.ref, y, rows, cols, f, s);
+    if (yt) dequantize_to_f32(qt, yt, cols, rows, f, s);
   };
 }
 
@@ -81,11 +88,14 @@ class CudaQuantBackend : public CudaBackend {
       const bool quantize = inst.op == "quantize";
       check_and_time(inst, ctx, quantize ? bind_quantize : bind_dequantize, record);
       record.details["kernels"] =
-          quantize ? "rafter CUDA: tensor amax (grid-stride reduction, RHT applied) unless MXFP4, then one "
-                     "encoding "
-                     "pass (8 values per thread, block maxima by shuffles, 16-point RHT in registers, Philox "
-                     "stochastic rounding) walking the tensor in reverse so that its start hits what L2 kept"
-                   : "rafter CUDA: one pass, 8 codes per thread decoded with their block scale to BF16";
+          quantize
+              ? "rafter CUDA: tensor amax (grid-stride reduction, RHT applied) unless MXFP4, then one "
+                "encoding "
+                "pass (8 values per thread, block maxima by shuffles, 16-point RHT in registers, Philox "
+                "stochastic rounding) walking the tensor in reverse so that its start hits what L2 kept; "
+                "with transpose=1, the amax pass finds both copies' maxima in one read and one pass of "
+                "64x64 tiles through shared memory writes the row-wise and the column-wise copies"
+              : "rafter CUDA: one pass, 8 codes per thread decoded with their block scale to BF16";
       if (quantize && shape_value(inst, "sr") != 0 && inst.precision.rfind("fp8", 0) == 0)
         record.details["rounding"] = "FP8 rounds to nearest even (stochastic rounding is for FP4 gradients)";
     });

@@ -38,8 +38,13 @@ std::size_t quant_workspace_bytes();
 
 // Two kernels where the format has a tensor scale (amax over the transformed values, then the
 // encoding); one for MXFP4. cols must be a multiple of the block (16, 32; 16 with rht; any for FP8).
+// `transposed` (optional): the column-wise copy Xᵀ [cols, rows], blocks along rows, written by the
+// same encoding pass (64×64 tiles through shared memory); o.rht then transforms that copy only,
+// with its own tensor scale, and the row-wise copy is not transformed. rows and cols must then be
+// multiples of 16 (32 for MXFP4); without the RHT both copies share one tensor scale value.
 void quantize_bf16(const __nv_bfloat16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols,
-                   QuantFormat f, const QuantLaunchOptions& o, void* workspace, cudaStream_t stream);
+                   QuantFormat f, const QuantLaunchOptions& o, void* workspace, cudaStream_t stream,
+                   const QuantTensorRef* transposed = nullptr);
 void dequantize_to_bf16(QuantTensorRef q, __nv_bfloat16* out, std::int64_t rows, std::int64_t cols,
                         QuantFormat f, cudaStream_t stream);
 void dequantize_to_f32(QuantTensorRef q, float* out, std::int64_t rows, std::int64_t cols, QuantFormat f,

@@ -3,11 +3,17 @@
 // (or per 16×16 tile with block2d=1, for weights, so that W and Wᵀ share the quantization), one
 // FP32 tensor scale; mxfp4: one E8M0 scale per 1×32; fp8_e4m3/e5m2: one FP32 scale per tensor.
 // rht=1 applies a 16-point random Hadamard transform along cols first; sr=1 rounds stochastically.
-// The check compares the dequantized output with quant_math's exact FP64 emulation.
+// transpose=1 also writes the column-wise copy, Xᵀ [cols, rows] with its blocks along rows, from the
+// same read of X (the recipe's operand of the weight-gradient GEMM): its own scales, and its own
+// tensor scale where rht=1, which then transforms that copy only (the RHT is for the wgrad inputs).
+// With 16×16 tiles and no RHT the copy is the row-wise one transposed, scales included.
+// The check compares the dequantized output(s) with quant_math's exact FP64 emulation.
 // FLOPs (fp32): 5 per element (abs, max for amax; scale, round, pack) + 32 per element for the RHT
-// (a 16×16 matrix-vector product per block) + 2 for stochastic rounding. Dequantize: 1 per element.
+// (a 16×16 matrix-vector product per block) + 2 for stochastic rounding, per copy written.
+// Dequantize: 1 per element.
 // Bytes: quantize reads x twice (amax pass, quantize pass) beyond a level it does not fit in,
-// where the format has a tensor scale (NVFP4, FP8); MXFP4's scales are per block: one pass.
+// where the format has a tensor scale (NVFP4, FP8); MXFP4's scales are per block: one pass. The
+// column-wise copy adds its writes, not a read.
 #include <cmath>
 #include <fmt/format.h>
 
@@ -20,6 +26,11 @@ namespace rafter::workloads {
 namespace {
 
 std::vector<std::string> quant_precisions() { return {"nvfp4", "mxfp4", "fp8_e4m3", "fp8_e5m2"}; }
+
+bool transposed(const OpInstance& inst) {
+  const auto it = inst.shape.find("transpose");
+  return it != inst.shape.end() && it->second != 0;
+}
 
 detail::QuantSpec spec_of(const OpInstance& inst) {
   return {inst.precision, shape_value(inst, "rows"), shape_value(inst, "cols"), shape_value(inst, "block2d") != 0,
@@ -43,6 +54,31 @@ void validate_quant(const OperatorDef& op, const OpInstance& inst) {
   if (s.block2d && (s.precision != "nvfp4" || s.rows % 16 != 0))
     throw InputError(fmt::format("{}: block2d needs nvfp4 and rows a multiple of 16", inst.op));
   if (s.rht && s.cols % 16 != 0) throw InputError(fmt::format("{}: rht needs cols a multiple of 16", inst.op));
+  if (transposed(inst)) {
+    const std::int64_t along_rows = std::max(16, bc);  // the copy's blocks, and the kernels' 16-row steps
+    if (s.rows % along_rows != 0 || s.cols % 16 != 0)
+      throw InputError(fmt::format("{} {} transpose=1: rows={} must be a multiple of {} and cols={} of 16",
+                                   inst.op, inst.precision, s.rows, along_rows, s.cols));
+  }
+}
+
+// The column-wise copy's spec: Xᵀ, blocks along the original rows; the RHT stays with it.
+detail::QuantSpec transposed_spec(const detail::QuantSpec& s) {
+  return {s.precision, s.cols, s.rows, s.block2d, s.rht};
+}
+
+std::vector<double> transpose(const std::vector<double>& x, std::int64_t rows, std::int64_t cols) {
+  std::vector<double> t(x.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) t[std::size_t(c * rows + r)] = x[std::size_t(r * cols + c)];
+  return t;
+}
+
+// One copy's check values: the (transformed) input where it rounds stochastically (random, so its
+// check compares with the unquantized values), else its exact quantize-dequantize.
+std::vector<double> reference_copy(const detail::QuantSpec& s, std::vector<double> x, bool sr) {
+  if (s.rht) detail::apply_rht(x, s.rows, s.cols);
+  return sr ? x : detail::quantize_dequantize(s, x);
 }
 
 // The check's shape keeps what selects a kernel's path: up to 512 columns as they are, wider rows
@@ -64,6 +100,8 @@ Problem quant_problem(const OpInstance& inst, std::uint64_t seed, const char* ou
   for (auto& v : x.data) v = numfmt::round_to(v, numfmt::kBf16);
   p.inputs.push_back(std::move(x));
   p.outputs.push_back(detail::empty_tensor(out_name, {s.rows, s.cols}));
+  if (transposed(inst))
+    p.outputs.push_back(detail::empty_tensor(std::string(out_name) + "_t", {s.cols, s.rows}));
   return p;
 }
 
@@ -74,6 +112,8 @@ std::vector<ParamSpec> quant_params(bool with_transforms) {
   if (with_transforms) {
     p.push_back({"rht", 0, "random Hadamard transform over 16-value blocks first", true});
     p.push_back({"sr", 0, "stochastic rounding", true});
+    p.push_back(
+        {"transpose", 0, "also the column-wise copy (Xᵀ, blocks along rows) from the same read", true});
   }
   return p;
 }
@@ -88,10 +128,11 @@ class QuantizeOp : public detail::CatalogueOp {
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto s = spec_of(inst);
     const double n = double(s.rows) * double(s.cols), in_bytes = 2 * n;
+    const double copies = transposed(inst) ? 2 : 1, sr = shape_value(inst, "sr") ? 2 * n : 0;
     Cost c;
-    c.flops["fp32"] = 5 * n + (s.rht ? 32 * n : 0) + (shape_value(inst, "sr") ? 2 * n : 0);
-    c.compulsory_bytes = in_bytes + quantized_bytes(s);
-    c.compulsory_write_bytes = quantized_bytes(s);
+    c.flops["fp32"] = copies * (5 * n + sr) + (s.rht ? 32 * n : 0);
+    c.compulsory_write_bytes = copies * quantized_bytes(s);
+    c.compulsory_bytes = in_bytes + c.compulsory_write_bytes;
     const bool amax_pass = s.precision != "mxfp4";
     c.bytes = detail::level_traffic(levels, [&](double inner) {
       return c.compulsory_bytes + (amax_pass && (inner == 0 || in_bytes > inner) ? in_bytes : 0.0);
@@ -103,11 +144,13 @@ class QuantizeOp : public detail::CatalogueOp {
     return quant_problem(inst, seed, "dequantized");
   }
   void reference(const OpInstance& inst, Problem& p) const override {
-    const auto s = spec_of(inst);
-    std::vector<double> x = p.inputs[0].data;
-    if (s.rht) detail::apply_rht(x, s.rows, s.cols);
-    // Stochastic rounding is random: its check compares with the unquantized (transformed) input.
-    p.outputs[0].data = shape_value(inst, "sr") ? x : detail::quantize_dequantize(s, x);
+    auto s = spec_of(inst);
+    const bool sr = shape_value(inst, "sr") != 0;
+    if (transposed(inst)) {
+      p.outputs[1].data = reference_copy(transposed_spec(s), transpose(p.inputs[0].data, s.rows, s.cols), sr);
+      s.rht = false;  // the row-wise copy is not transformed
+    }
+    p.outputs[0].data = reference_copy(s, p.inputs[0].data, sr);
   }
 };
 

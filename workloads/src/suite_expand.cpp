@@ -59,10 +59,17 @@ std::int64_t size_of(double v, std::string_view what) {
 
 bool low_precision(const std::string& p) { return p != "bf16" && p != "fp32" && p != "fp16" && p != "fp64"; }
 
+// transpose: the column-wise copy too, from the same read (the weight-gradient GEMM's operand; rht
+// then transforms that copy only).
 void quantize_op(const Ctx& c, const std::string& label, const std::string& precision, std::int64_t rows,
-                 std::int64_t cols, bool block2d, bool rht, bool sr, double count) {
+                 std::int64_t cols, bool block2d, bool rht, bool sr, bool transpose, double count) {
   c.emit("quantize", label, "fwd",
-         {{"rows", rows}, {"cols", cols}, {"block2d", block2d ? 1 : 0}, {"rht", rht ? 1 : 0}, {"sr", sr ? 1 : 0}},
+         {{"rows", rows},
+          {"cols", cols},
+          {"block2d", block2d ? 1 : 0},
+          {"rht", rht ? 1 : 0},
+          {"sr", sr ? 1 : 0},
+          {"transpose", transpose ? 1 : 0}},
          precision, count);
 }
 
@@ -71,9 +78,15 @@ void linear(const Ctx& c, const std::string& label, std::int64_t n, std::int64_t
   const std::int64_t T = c.tokens;
   const std::string fwd = quantized ? c.r.linear_fwd : "bf16";
   const bool q = quantized && c.r.quantize_ops && low_precision(fwd);
+  const bool sr = c.r.stochastic_rounding_on_grad, rht = c.r.rht_on_wgrad;
+  // Training quantizes X, W and dY once each, row-wise and column-wise in one pass: X and dY
+  // column-wise (with the RHT) feed the weight-gradient GEMM, W column-wise the input-gradient GEMM.
   if (q) {
-    quantize_op(c, label + ".quant_x", c.r.quant_activation, T, k, false, false, false, count);
-    if (c.train) quantize_op(c, label + ".quant_w", c.r.quant_weight, n, k, c.r.weight_block2d, false, false, count);
+    quantize_op(c, label + ".quant_x", c.r.quant_activation, T, k, false, c.train && rht, false, c.train,
+                count);
+    if (c.train)
+      quantize_op(c, label + ".quant_w", c.r.quant_weight, n, k, c.r.weight_block2d, false, false, true,
+                  count);
   }
   // The hot-channel patch: inside an FP4 forward GEMM as its `hot` channels (extra K on the GPU,
   // ops_gemm.cpp), else its own operator after the GEMM.
@@ -86,13 +99,8 @@ void linear(const Ctx& c, const std::string& label, std::int64_t n, std::int64_t
            "bf16", count);
   if (!c.train) return;
   const std::string bi = quantized ? c.r.linear_bwd_input : "bf16", bw = quantized ? c.r.linear_bwd_weight : "bf16";
-  const bool sr = c.r.stochastic_rounding_on_grad, rht = c.r.rht_on_wgrad;
-  if (q) quantize_op(c, label + ".quant_dy", c.r.quant_gradient, T, n, false, false, sr, count);
+  if (q) quantize_op(c, label + ".quant_dy", c.r.quant_gradient, T, n, false, rht, sr, true, count);
   c.emit("gemm", label, "bwd_input", {{"m", T}, {"n", k}, {"k", n}, {"batch", 1}}, bi, count);
-  if (q) {
-    quantize_op(c, label + ".quant_dyT", c.r.quant_gradient, n, T, false, rht, sr, count);
-    quantize_op(c, label + ".quant_xT", c.r.quant_activation, k, T, false, rht, false, count);
-  }
   c.emit("gemm", label, "bwd_weight", {{"m", n}, {"n", k}, {"k", T}, {"batch", 1}}, bw, count);
 }
 
