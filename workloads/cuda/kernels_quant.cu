@@ -414,6 +414,31 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
   }
 }
 
+// One thread's 16 values of a copy, at (row, col) of that copy ([.., out_cols], col a multiple of 16):
+// the block's maximum (shared with the other threads of a 16×16 tile or a 1×32 block: every thread
+// calls this, valid or not), the codes, and the block scale from the thread that holds the block's
+// first 16 values. `line` and `seg` place the thread in the tile (see quantize_both_kernel).
+template <QuantFormat F, bool Sr>
+__device__ __forceinline__ void encode_segment(const float (&f)[16], float ts, QuantTensorRef out,
+                                               std::int64_t row, std::int64_t col, std::int64_t out_cols,
+                                               bool valid, std::uint64_t seed, float* red, int line,
+                                               int seg) {
+  float bamax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
+  // A 16×16 tile: 16 lines of this segment, owners 4 threads apart.
+  bamax = copy_block_max<F>(bamax, red, (line & ~15) * 4 + seg, 4);
+  if (!valid) return;
+  std::uint8_t bits = 0;
+  const std::int64_t e = row * out_cols + col;
+  encode16<F, Sr>(f, bamax, ts, out.codes, e, seed, bits);
+  if constexpr (F == QuantFormat::Nvfp4) out.scales[e / 16] = bits;
+  if constexpr (F == QuantFormat::Mxfp4)
+    if (!(seg & 1)) out.scales[e / 32] = bits;
+  if constexpr (F == QuantFormat::Nvfp4Tile16)
+    if (!(line & 15)) out.scales[(row / 16) * (out_cols / 16) + col / 16] = bits;
+}
+
 template <QuantFormat F, bool RhtCols, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_both_kernel(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows,
@@ -438,21 +463,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < 8; ++i) f[i] = a[i], f[8 + i] = b[i];
 #pragma unroll
     for (int i = 0; i < 16; ++i) tile[line][16 * seg + i] = f[i];
-    float bamax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
-    // A 16×16 tile: lines 16·(line/16) ... + 15 of this segment, owners 4 threads apart.
-    bamax = copy_block_max<F>(bamax, red, (line & ~15) * 4 + seg, 4);
-    std::uint8_t bits = 0;
-    const std::int64_t e = r * cols + c;
-    if (valid) {
-      encode16<F, Sr>(f, bamax, ts, q.codes, e, seed, bits);
-      if constexpr (F == QuantFormat::Nvfp4) q.scales[e / 16] = bits;
-      if constexpr (F == QuantFormat::Mxfp4)
-        if (!(seg & 1)) q.scales[e / 32] = bits;
-      if constexpr (F == QuantFormat::Nvfp4Tile16)
-        if (!(line & 15)) q.scales[(r / 16) * (cols / 16) + c / 16] = bits;
-    }
+    encode_segment<F, Sr>(f, ts, q, r, c, cols, valid, seed, red, line, seg);
   }
   __syncthreads();
   // Phase B: column c0 + line, rows r0 + 16·seg ... + 15, written as row c0 + line of Xᵀ.
@@ -463,21 +474,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < 16; ++i) f[i] = valid ? tile[16 * seg + i][line] : 0.0f;
     if (RhtCols) hadamard16(f);
-    float bamax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
-    // A 16×16 tile: columns 16·(line/16) ... + 15 of this segment, owners 4 threads apart.
-    bamax = copy_block_max<F>(bamax, red, (line & ~15) * 4 + seg, 4);
-    std::uint8_t bits = 0;
-    const std::int64_t e = c * rows + r;
-    if (valid) {
-      encode16<F, Sr>(f, bamax, tst, qt.codes, e, seed + 1, bits);
-      if constexpr (F == QuantFormat::Nvfp4) qt.scales[e / 16] = bits;
-      if constexpr (F == QuantFormat::Mxfp4)
-        if (!(seg & 1)) qt.scales[e / 32] = bits;
-      if constexpr (F == QuantFormat::Nvfp4Tile16)
-        if (!(line & 15)) qt.scales[(c / 16) * (rows / 16) + r / 16] = bits;
-    }
+    encode_segment<F, Sr>(f, tst, qt, c, r, rows, valid, seed + 1, red, line, seg);
   }
 }
 
