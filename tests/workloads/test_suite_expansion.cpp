@@ -231,6 +231,28 @@ TEST(SuiteExpansion, Nvfp4RecipeAddsQuantizersPatchesAndBf16Layers) {
   EXPECT_EQ(find(ops, "layer.attn.core", "fwd")[0].precision, "bf16");  // post-QK in BF16
 }
 
+// 40 tokens are not whole 16-row blocks: the two copies stay two operators (FP8 has no block to
+// break; the suite still expands and every operator validates).
+TEST(SuiteExpansion, TokensOffTheBlockGridKeepTwoQuantizers) {
+  SuiteConfig c;
+  c.phase = "train";
+  c.seq = 40;
+  c.precision = "fp8";
+  const auto ops = expand_suite(c, tiny_model(), load_recipe("fp8"));
+  const auto qx = find(ops, "layer.mlp.down_proj.quant_x", "fwd"), qxt = find(ops, "layer.mlp.down_proj.quant_xT", "fwd");
+  ASSERT_EQ(qx.size(), 1u);
+  ASSERT_EQ(qxt.size(), 1u);
+  EXPECT_EQ(qx[0].shape.at("transpose"), 0);
+  EXPECT_EQ(qxt[0].shape.at("rows"), qx[0].shape.at("cols"));
+  EXPECT_EQ(qxt[0].shape.at("cols"), 40);
+  EXPECT_EQ(find(ops, "layer.mlp.down_proj.quant_w", "fwd")[0].shape.at("transpose"), 1);
+  const auto& quantize = OperatorRegistry::instance().get("quantize");
+  for (const auto& o : ops)
+    if (o.op == "quantize") {
+      EXPECT_NO_THROW(normalize_instance(quantize, o)) << o.label;
+    }
+}
+
 TEST(SuiteExpansion, GlaModelExpands) {
   SuiteConfig c;
   c.model = "gla-1.3b";

@@ -60,17 +60,25 @@ std::int64_t size_of(double v, std::string_view what) {
 bool low_precision(const std::string& p) { return p != "bf16" && p != "fp32" && p != "fp16" && p != "fp64"; }
 
 // transpose: the column-wise copy too, from the same read (the weight-gradient GEMM's operand; rht
-// then transforms that copy only).
+// then transforms that copy only). Where the shape is not whole blocks along rows (e.g. an odd token
+// count), the two copies are two operators as before: `label` and `label`T over the transpose.
 void quantize_op(const Ctx& c, const std::string& label, const std::string& precision, std::int64_t rows,
                  std::int64_t cols, bool block2d, bool rht, bool sr, bool transpose, double count) {
-  c.emit("quantize", label, "fwd",
-         {{"rows", rows},
-          {"cols", cols},
-          {"block2d", block2d ? 1 : 0},
-          {"rht", rht ? 1 : 0},
-          {"sr", sr ? 1 : 0},
-          {"transpose", transpose ? 1 : 0}},
-         precision, count);
+  const auto emit = [&](const std::string& l, std::int64_t r, std::int64_t k, bool h, bool t) {
+    c.emit("quantize", l, "fwd",
+           {{"rows", r},
+            {"cols", k},
+            {"block2d", block2d ? 1 : 0},
+            {"rht", h ? 1 : 0},
+            {"sr", sr ? 1 : 0},
+            {"transpose", t ? 1 : 0}},
+           precision, count);
+  };
+  const std::int64_t along_rows = precision == "mxfp4" ? 32 : 16;
+  if (!transpose || (rows % along_rows == 0 && cols % 16 == 0))
+    return emit(label, rows, cols, rht, transpose);
+  emit(label, rows, cols, false, false);
+  emit(label + "T", cols, rows, rht, false);
 }
 
 // One linear layer Y[T, n] = X[T, k] · W[n, k]ᵀ with its quantization and patch ops.
