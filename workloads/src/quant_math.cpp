@@ -8,11 +8,6 @@
 
 namespace rafter::workloads::detail {
 
-int rht_sign(int i) {
-  static constexpr int kSigns[16] = {1, -1, 1, 1, -1, 1, -1, -1, 1, 1, -1, 1, -1, -1, 1, -1};
-  return kSigns[i & 15];
-}
-
 void apply_rht(std::vector<double>& x, std::int64_t rows, std::int64_t cols) {
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c0 = 0; c0 + 16 <= cols; c0 += 16) {

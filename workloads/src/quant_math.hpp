@@ -16,7 +16,8 @@ struct QuantSpec {
 };
 
 // The random signs of the 16-point Hadamard transform (fixed: reference and kernels agree).
-int rht_sign(int i);
+inline constexpr int kRhtSigns[16] = {1, -1, 1, 1, -1, 1, -1, -1, 1, 1, -1, 1, -1, -1, 1, -1};
+inline int rht_sign(int i) { return kRhtSigns[i & 15]; }
 // In place: x[r, 16j .. 16j+15] ← H16·diag(sign)·x / 4 (orthonormal).
 void apply_rht(std::vector<double>& x, std::int64_t rows, std::int64_t cols);
 
