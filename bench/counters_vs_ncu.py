@@ -66,14 +66,20 @@ def derived(m):
     return out
 
 
+def both_runs(out_dir, name):
+    """Each tool's figures, first run and repeat (OUT/rafter_repeat, OUT/ncu_repeat): rafter, rafter
+    again, ncu, ncu again. Raises OSError, SystemExit or IndexError where one is missing."""
+    return (derived(counted_record(f"{out_dir}/{name}.rafter.json")[1]["metrics"]),
+            derived(counted_record(f"{out_dir}/rafter_repeat/{name}.rafter.json")[1]["metrics"]),
+            derived(ncu_sums(f"{out_dir}/{name}.ncu.csv")[0]),
+            derived(ncu_sums(f"{out_dir}/ncu_repeat/{name}.ncu.csv")[0]))
+
+
 def own_spread(out_dir, name):
-    """Per figure, |first/repeat - 1| of rafter plus that of ncu, where both tools ran twice
-    (OUT/rafter_repeat, OUT/ncu_repeat); {} otherwise."""
+    """Per figure, |first/repeat - 1| of rafter plus that of ncu, where both tools ran twice; {}
+    otherwise."""
     try:
-        a = derived(counted_record(f"{out_dir}/{name}.rafter.json")[1]["metrics"])
-        b = derived(counted_record(f"{out_dir}/rafter_repeat/{name}.rafter.json")[1]["metrics"])
-        c = derived(ncu_sums(f"{out_dir}/{name}.ncu.csv")[0])
-        d = derived(ncu_sums(f"{out_dir}/ncu_repeat/{name}.ncu.csv")[0])
+        a, b, c, d = both_runs(out_dir, name)
     except (OSError, SystemExit, IndexError):
         return {}
     return {k: abs(a[k] / b[k] - 1) + abs(c[k] / d[k] - 1) for k in a if b.get(k) and c.get(k) and d.get(k)}
@@ -134,10 +140,7 @@ def repeat(out_dir, names):
     print(f"{'operator':20} {'figure':20} {'rafter/rafter':>14} {'ncu/ncu':>10}")
     for name in names:
         try:
-            a = derived(counted_record(f"{out_dir}/{name}.rafter.json")[1]["metrics"])
-            b = derived(counted_record(f"{out_dir}/rafter_repeat/{name}.rafter.json")[1]["metrics"])
-            c = derived(ncu_sums(f"{out_dir}/{name}.ncu.csv")[0])
-            d = derived(ncu_sums(f"{out_dir}/ncu_repeat/{name}.ncu.csv")[0])
+            a, b, c, d = both_runs(out_dir, name)
         except (OSError, SystemExit, IndexError) as e:
             print(f"{name:20} no repeat ({e})")
             continue
