@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "cuda_util.hpp"
 #include "kernel_common.cuh"
@@ -594,21 +595,39 @@ void launch_amax(const bf16* x, std::int64_t n, bool rht, void* workspace, float
   RAFTER_CUDA_LAUNCH_CHECK("amax_kernel");
 }
 
+// Calls fn(format, rht, sr) with each as a compile-time constant (std::integral_constant) for the
+// encoding kernels' template arguments. FP8 rounds to nearest even, stochastic rounding asked or
+// not, as the CPU encoder does.
+template <class Fn>
+void with_encoding(QuantFormat f, const QuantLaunchOptions& o, Fn&& fn) {
+  const bool sr = o.stochastic && !is_fp8(f);
+  const auto flags = [&](auto format) {
+    if (o.rht && sr) return fn(format, std::true_type{}, std::true_type{});
+    if (o.rht) return fn(format, std::true_type{}, std::false_type{});
+    if (sr) return fn(format, std::false_type{}, std::true_type{});
+    fn(format, std::false_type{}, std::false_type{});
+  };
+  using QF = QuantFormat;
+  switch (f) {
+    case QF::Nvfp4:
+      return flags(std::integral_constant<QF, QF::Nvfp4>{});
+    case QF::Nvfp4Tile16:
+      return flags(std::integral_constant<QF, QF::Nvfp4Tile16>{});
+    case QF::Mxfp4:
+      return flags(std::integral_constant<QF, QF::Mxfp4>{});
+    case QF::Fp8E4m3:
+      return flags(std::integral_constant<QF, QF::Fp8E4m3>{});
+    case QF::Fp8E5m2:
+      return flags(std::integral_constant<QF, QF::Fp8E5m2>{});
+  }
+}
+
 template <QuantFormat F, bool RhtCols, bool Sr>
 void launch_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows, std::int64_t cols,
                  std::uint64_t seed, cudaStream_t stream) {
   const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned((rows + kTile - 1) / kTile));
   quantize_both_kernel<F, RhtCols, Sr><<<grid, kThreads, 0, stream>>>(x, q, qt, rows, cols, seed);
   RAFTER_CUDA_LAUNCH_CHECK("quantize_both_kernel");
-}
-
-template <QuantFormat F>
-void launch_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows, std::int64_t cols,
-                 const QuantLaunchOptions& o, cudaStream_t stream) {
-  if (o.rht && o.stochastic) return launch_both<F, true, true>(x, q, qt, rows, cols, o.seed, stream);
-  if (o.rht) return launch_both<F, true, false>(x, q, qt, rows, cols, o.seed, stream);
-  if (o.stochastic) return launch_both<F, false, true>(x, q, qt, rows, cols, o.seed, stream);
-  launch_both<F, false, false>(x, q, qt, rows, cols, o.seed, stream);
 }
 
 // transpose=1: the amax pass (both maxima in one read where the RHT makes them differ), then one
@@ -632,20 +651,10 @@ void quantize_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int6
       launch_amax(x, rows * cols, false, workspace, q.tensor_scale, scale_range(f), stream, qt.tensor_scale);
     }
   }
-  // FP8 rounds to nearest even, stochastic rounding asked or not, as the CPU encoder does.
-  const QuantLaunchOptions fp8{o.rht, false, o.seed};
-  switch (f) {
-    case QuantFormat::Nvfp4:
-      return launch_both<QuantFormat::Nvfp4>(x, q, qt, rows, cols, o, stream);
-    case QuantFormat::Nvfp4Tile16:
-      return launch_both<QuantFormat::Nvfp4Tile16>(x, q, qt, rows, cols, o, stream);
-    case QuantFormat::Mxfp4:
-      return launch_both<QuantFormat::Mxfp4>(x, q, qt, rows, cols, o, stream);
-    case QuantFormat::Fp8E4m3:
-      return launch_both<QuantFormat::Fp8E4m3>(x, q, qt, rows, cols, fp8, stream);
-    case QuantFormat::Fp8E5m2:
-      return launch_both<QuantFormat::Fp8E5m2>(x, q, qt, rows, cols, fp8, stream);
-  }
+  with_encoding(f, o, [&](auto format, auto rht, auto sr) {
+    launch_both<decltype(format)::value, decltype(rht)::value, decltype(sr)::value>(x, q, qt, rows, cols,
+                                                                                    o.seed, stream);
+  });
 }
 
 template <QuantFormat F, bool Rht, bool Sr>
@@ -659,15 +668,6 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
         <<<vector_blocks(rows * cols), kThreads, 0, stream>>>(x, q, rows * cols, seed);
   }
   RAFTER_CUDA_LAUNCH_CHECK("quantize kernel");
-}
-
-template <QuantFormat F>
-void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols,
-                   const QuantLaunchOptions& o, cudaStream_t stream) {
-  if (o.rht && o.stochastic) return launch_encode<F, true, true>(x, q, rows, cols, o.seed, stream);
-  if (o.rht) return launch_encode<F, true, false>(x, q, rows, cols, o.seed, stream);
-  if (o.stochastic) return launch_encode<F, false, true>(x, q, rows, cols, o.seed, stream);
-  launch_encode<F, false, false>(x, q, rows, cols, o.seed, stream);
 }
 
 template <class Out>
@@ -715,19 +715,10 @@ void quantize_bf16(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
   check_shape(f, rows, cols, o.rht);
   if (f != QuantFormat::Mxfp4)
     launch_amax(x, rows * cols, o.rht, workspace, q.tensor_scale, scale_range(f), stream);
-  switch (f) {
-    case QuantFormat::Nvfp4:
-      return launch_encode<QuantFormat::Nvfp4>(x, q, rows, cols, o, stream);
-    case QuantFormat::Nvfp4Tile16:
-      return launch_encode<QuantFormat::Nvfp4Tile16>(x, q, rows, cols, o, stream);
-    case QuantFormat::Mxfp4:
-      return launch_encode<QuantFormat::Mxfp4>(x, q, rows, cols, o, stream);
-    // FP8 rounds to nearest even, stochastic rounding asked or not, as the CPU encoder does.
-    case QuantFormat::Fp8E4m3:
-      return launch_encode<QuantFormat::Fp8E4m3>(x, q, rows, cols, {o.rht, false, 0}, stream);
-    case QuantFormat::Fp8E5m2:
-      return launch_encode<QuantFormat::Fp8E5m2>(x, q, rows, cols, {o.rht, false, 0}, stream);
-  }
+  with_encoding(f, o, [&](auto format, auto rht, auto sr) {
+    launch_encode<decltype(format)::value, decltype(rht)::value, decltype(sr)::value>(x, q, rows, cols,
+                                                                                      o.seed, stream);
+  });
 }
 
 void dequantize_to_bf16(QuantTensorRef q, bf16* out, std::int64_t rows, std::int64_t cols, QuantFormat f,
