@@ -39,6 +39,8 @@ def main():
         ("HBM write (TB/s)", ("bandwidth", "HBM", "write", "stream"), 1e-12, None, None),
         ("L2 copy (TB/s) vs torch 32MiB", ("bandwidth", "L2", "copy", None), 1e-12, "copy_32MiB", None),
         ("L2 read (TB/s)", ("bandwidth", "L2", "read", None), 1e-12, None, None),
+        ("L2 read, near partition (TB/s)", ("bandwidth", "L2", "read_near_partition", None), 1e-12, None, None),
+        ("L2 read, far partition (TB/s)", ("bandwidth", "L2", "read_far_partition", None), 1e-12, None, None),
         ("L1 read (TB/s)", ("bandwidth", "L1", "read", None), 1e-12, None, None),
         ("shared read (TB/s)", ("bandwidth", "shared", "read", None), 1e-12, None, None),
         ("BF16 tensor (TFLOP/s)", ("compute", "bf16", None, None), 1e-12, "gemm_bf16_8192", 1.05),

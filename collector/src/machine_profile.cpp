@@ -49,6 +49,7 @@ const Ceiling* MachineProfile::best(std::string_view device, CeilingKind kind, s
     if (c.regime != regime) continue;
     if (c.emulated) continue;  // an emulated path never stands in for the native roof
     if (c.small_operators_below_bytes() > 0) continue;
+    if (c.params.contains("l2_partition")) continue;  // one partition's lines only: no operator reads so
     const bool better = !found || (kind == CeilingKind::Latency ? c.figure.value < found->figure.value
                                                                 : c.figure.value > found->figure.value);
     if (better) found = &c;

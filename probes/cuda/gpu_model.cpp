@@ -218,4 +218,19 @@ std::optional<LatencySplit> split_latencies(std::vector<double> cycles, double m
   return s;
 }
 
+std::vector<LatencyStep> latency_steps(const std::vector<std::pair<double, double>>& sweep, double rise) {
+  std::vector<LatencyStep> steps;
+  if (sweep.empty()) return steps;
+  double base = sweep.front().second;
+  for (std::size_t i = 1; i < sweep.size(); ++i) {
+    const double c = sweep[i].second;
+    const bool held = i + 1 == sweep.size() || sweep[i + 1].second > rise * base;
+    if (c > rise * base && held) {
+      steps.push_back({sweep[i].first, base, c});
+      base = c;
+    }
+  }
+  return steps;
+}
+
 }  // namespace rafter::probes::cuda

@@ -101,4 +101,13 @@ struct LatencySplit {
 std::optional<LatencySplit> split_latencies(std::vector<double> cycles, double min_share = 0.1,
                                             double min_ratio = 1.05);
 
+// Where a latency sweep (working set ascending, cycles per hop) steps up: a point at least `rise`
+// times the current plateau's first value, with the point after it (if any) as high too, so one
+// slow point is not a step; the step's value then starts the next plateau.
+struct LatencyStep {
+  double working_set_bytes = 0, cycles_before = 0, cycles_after = 0;
+};
+std::vector<LatencyStep> latency_steps(const std::vector<std::pair<double, double>>& sweep,
+                                       double rise = 1.15);
+
 }  // namespace rafter::probes::cuda

@@ -1,10 +1,14 @@
 // cuda.latency: load-to-use latency per level by pointer chase: one thread, each load's address is
 // the previous load's value, over a random cycle of 128-byte lines. Two sweeps over working sets:
 // ld.global.ca (through L1) and ld.global.cg (L2 and beyond). A third chase touches one line per
-// 2 MiB page (all lines fit in L2), so its steps are TLB misses. The chase ends where the host
-// says it must, or the point is flagged. Per-line L2 hit latencies name the near and far L2
+// page (all lines fit in L2), so its steps are TLB misses: over one cudaMalloc allocation, and over
+// pages mapped one by one onto a few physical ones. The chase ends where the host says it must, or
+// the point is flagged. Per-line L2 hit latencies name the near and far L2
 // partitions where they fall in two groups.
+#include <cudaTypedefs.h>
+
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <span>
 #include <unordered_set>
@@ -73,7 +77,7 @@ struct ChasePoint {
 };
 
 template <bool kThroughL1>
-ChasePoint run_chase(const ProbeOptions& options, const Device& device, DeviceBuffer& buf,
+ChasePoint run_chase(const ProbeOptions& options, const Device& device, u64* buf,
                      const std::vector<u64>& cycle, bool warm) {
   const std::size_t n = cycle.size();
   std::vector<u64> next(n);
@@ -83,7 +87,7 @@ ChasePoint run_chase(const ProbeOptions& options, const Device& device, DeviceBu
   check(cudaMemcpy(where.get(), cycle.data(), n * 8, cudaMemcpyHostToDevice), "copy chase positions");
   check(cudaMemcpy(value.get(), next.data(), n * 8, cudaMemcpyHostToDevice), "copy chase links");
   check(cudaMemset(out.get(), 0, out.bytes()), "clear chase results");  // slots not launched read back as 0
-  scatter<<<256, 256>>>(buf.get<u64>(), where.get<u64>(), value.get<u64>(), n);
+  scatter<<<256, 256>>>(buf, where.get<u64>(), value.get<u64>(), n);
   check_launch("scatter");
   // The chase runs on the timing's own non-blocking stream, which does not wait for this one.
   check(cudaDeviceSynchronize(), "scatter");
@@ -96,7 +100,7 @@ ChasePoint run_chase(const ProbeOptions& options, const Device& device, DeviceBu
   int launches = 0;
   gpu::GpuTiming timing = gpu::time_launches(
       [&](void* s) {
-        chase<kThroughL1><<<1, 1, 0, cudaStream_t(s)>>>(buf.get<u64>(), cycle[0], warm_hops, hops, out.get<u64>(),
+        chase<kThroughL1><<<1, 1, 0, cudaStream_t(s)>>>(buf, cycle[0], warm_hops, hops, out.get<u64>(),
                                                         launches++ % kSlots);
         check_launch("chase");
       },
@@ -135,7 +139,7 @@ void level_sweep(const ProbeOptions& options, const Device& device, double l2, d
   Sweep sw{device.id, "latency", "chase", kThroughL1 ? "ld.global.ca" : "ld.global.cg", 1, false, {}};
   for (double ws = 16384; ws <= max_ws; ws *= options.quick ? 4 : 2) {
     auto cycle = random_cycle(u64(ws / 128), 16, options.quick ? 4096 : 16384, rng);
-    ChasePoint c = run_chase<kThroughL1>(options, device, buf, cycle, ws <= l2 / 2);
+    ChasePoint c = run_chase<kThroughL1>(options, device, buf.get<u64>(), cycle, ws <= l2 / 2);
     sw.points.push_back(to_point(ws, c));
     raw.emplace_back(ws, c);
   }
@@ -262,7 +266,121 @@ void l2_partitions(const ProbeOptions& options, const Device& device, double l2,
                             std::to_string(int(split->slow_median)) + " cycles, from one SM";
 }
 
-// One line per 2 MiB page: every line stays in L2, so latency steps are address translation.
+// The driver's virtual-memory calls, through the runtime: a direct call would make every rafter
+// binary need libcuda.so.1 (see collector/cuda/cupti_counters.cpp).
+template <class Fn>
+Fn driver_entry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 10020, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || !fn)
+    throw InputError(std::string("cuda: driver entry point ") + name + " not found");
+  return reinterpret_cast<Fn>(fn);
+}
+
+void check_cu(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS)
+    throw InputError(std::string("cuda: ") + what + " failed (CUresult " + std::to_string(int(r)) + ")");
+}
+
+// `pages` virtual pages of the driver's smallest mapping granularity (2 MiB on Hopper): one
+// physical allocation of kPagesPerMap such pages (64 MiB), mapped (cuMemMap) again and again over
+// the whole range, so page i lands on physical page i % kPagesPerMap (a mapping smaller than the
+// next page size keeps the driver on 2 MiB entries; one call per page took 7.8 s for 256K pages on
+// the H100, one per 64 MiB takes 1/32 of that). word(i) gives each page's own 8-byte word that no
+// other page's word shares, so a chase over one word a page stays in L2 (8 bytes a page: 2 MiB for
+// 256K pages) while every hop needs its own translation, however many pages: cudaMalloc's memory
+// cannot show this, as its translation reach was beyond the 32 GiB swept (the driver maps large
+// allocations with larger pages).
+class AliasedPages {
+ public:
+  AliasedPages(int device, int pages) : pages_(pages) {
+    try {
+      map(device);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~AliasedPages() { release(); }
+  AliasedPages(const AliasedPages&) = delete;
+  AliasedPages& operator=(const AliasedPages&) = delete;
+  static constexpr int kPagesPerMap = 32;
+  u64* get() const { return reinterpret_cast<u64*>(base_); }
+  std::size_t page_bytes() const { return page_; }
+  // Element index (u64) of page i's word: page i, at word i / kPagesPerMap of its physical page.
+  u64 word(u64 i) const { return i * (page_ / 8) + (i / kPagesPerMap) % (page_ / 8); }
+
+ private:
+  struct Driver {
+    PFN_cuMemGetAllocationGranularity_v10020 granularity =
+        driver_entry<decltype(granularity)>("cuMemGetAllocationGranularity");
+    PFN_cuMemCreate_v10020 create = driver_entry<decltype(create)>("cuMemCreate");
+    PFN_cuMemRelease_v10020 release = driver_entry<decltype(release)>("cuMemRelease");
+    PFN_cuMemAddressReserve_v10020 reserve = driver_entry<decltype(reserve)>("cuMemAddressReserve");
+    PFN_cuMemAddressFree_v10020 free = driver_entry<decltype(free)>("cuMemAddressFree");
+    PFN_cuMemMap_v10020 map = driver_entry<decltype(map)>("cuMemMap");
+    PFN_cuMemUnmap_v10020 unmap = driver_entry<decltype(unmap)>("cuMemUnmap");
+    PFN_cuMemSetAccess_v10020 set_access = driver_entry<decltype(set_access)>("cuMemSetAccess");
+  };
+
+  void map(int device) {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    check_cu(cu_.granularity(&page_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+             "cuMemGetAllocationGranularity");
+    if (pages_ % kPagesPerMap) throw InputError("cuda: mapped pages must be a multiple of 32");
+    const std::size_t chunk = page_ * kPagesPerMap;
+    check_cu(cu_.create(&handle_, chunk, &prop, 0), "cuMemCreate");
+    created_ = true;
+    check_cu(cu_.reserve(&base_, page_ * pages_, chunk, 0, 0), "cuMemAddressReserve");
+    for (; mapped_ < pages_; mapped_ += kPagesPerMap)
+      check_cu(cu_.map(base_ + page_ * mapped_, chunk, 0, handle_, 0), "cuMemMap");
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    check_cu(cu_.set_access(base_, page_ * pages_, &access, 1), "cuMemSetAccess");
+  }
+
+  void release() {
+    cudaDeviceSynchronize();
+    if (mapped_ > 0) cu_.unmap(base_, page_ * mapped_);
+    if (base_) cu_.free(base_, page_ * pages_);
+    if (created_) cu_.release(handle_);
+    mapped_ = 0, base_ = 0, created_ = false;
+  }
+
+  Driver cu_;
+  int pages_ = 0, mapped_ = 0;
+  std::size_t page_ = 0;
+  CUdeviceptr base_ = 0;
+  CUmemGenericAllocationHandle handle_{};
+  bool created_ = false;
+};
+
+// The TLB sweep's points as (working set, cycles per hop), and its steps in a condition.
+void record_tlb_steps(const Device& device, const std::string& name, const std::string& pages_of,
+                      const std::vector<std::pair<double, double>>& points, MachineProfile& profile,
+                      double rise = 1.15) {
+  const auto steps = latency_steps(points, rise);
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& s : steps)
+    j.push_back({{"working_set_bytes", s.working_set_bytes},
+                 {"cycles_before", s.cycles_before},
+                 {"cycles_after", s.cycles_after}});
+  const std::string key = "cuda.latency." + device.id + "." + name;
+  if (steps.empty())
+    profile.conditions[key] = "no step up to " +
+                              std::to_string((long long)(points.empty() ? 0 : points.back().first)) +
+                              " bytes (" + pages_of + ")";
+  else
+    profile.conditions[key] = {{"pages", pages_of}, {"steps", j}};
+}
+
+// One line per page: every line stays in L2, so latency steps are address translation. First on
+// one cudaMalloc allocation (one line per 2 MiB), then on AliasedPages (the driver's own page).
 void tlb_sweep(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
   const double page = 2.0 * (1 << 20);
   const int max_pages = options.quick ? 2048 : 16384;
@@ -270,28 +388,50 @@ void tlb_sweep(const ProbeOptions& options, const Device& device, MachineProfile
   check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
   int pages = max_pages;
   while (pages > 16 && pages * page > 0.5 * double(free_bytes)) pages /= 2;
-  DeviceBuffer buf(static_cast<std::size_t>(pages * page));
   std::mt19937_64 rng(19);
-  Sweep sw{device.id, "latency_tlb", "chase", "ld.global.cg", 1, false, {}};
-  double first = 0, miss_start = 0;
-  for (int p = 16; p <= pages; p *= options.quick ? 4 : 2) {
-    auto cycle = random_cycle(u64(p), u64(page / 8), std::size_t(p), rng);
-    ChasePoint c = run_chase<false>(options, device, buf, cycle, true);
-    SweepPoint pt = to_point(p * page, c);
-    if (first == 0) first = c.cycles_per_hop;
-    if (miss_start == 0 && c.cycles_per_hop > 1.15 * first) miss_start = p * page;
-    sw.points.push_back(pt);
+  {
+    DeviceBuffer buf(static_cast<std::size_t>(pages * page));
+    Sweep sw{device.id, "latency_tlb", "chase", "ld.global.cg", 1, false, {}};
+    std::vector<std::pair<double, double>> points;
+    for (int p = 16; p <= pages; p *= options.quick ? 4 : 2) {
+      auto cycle = random_cycle(u64(p), u64(page / 8), std::size_t(p), rng);
+      ChasePoint c = run_chase<false>(options, device, buf.get<u64>(), cycle, true);
+      sw.points.push_back(to_point(p * page, c));
+      points.emplace_back(p * page, c.cycles_per_hop);
+    }
+    record_tlb_steps(device, "tlb_steps_cudamalloc",
+                     std::to_string(pages) + " pages of 2 MiB in one cudaMalloc", points, profile);
+    profile.sweeps.push_back(std::move(sw));
   }
-  if (miss_start > 0)
-    profile.conditions["cuda.latency." + device.id + ".tlb_misses_start_bytes"] = miss_start;
-  else
-    profile.conditions["cuda.latency." + device.id + ".tlb_misses_start_bytes"] =
-        "no step up to " + std::to_string((long long)(sw.points.empty() ? 0 : sw.points.back().working_set_bytes)) +
-        " bytes (" + std::to_string(pages) + " pages of 2 MiB)";
+  const std::string key = "cuda.latency." + device.id + ".tlb_steps_mapped_pages";
+  try {
+    const int mapped = options.quick ? 16384 : 262144;  // 32 GiB or 512 GiB of address space
+    const auto t0 = std::chrono::steady_clock::now();
+    AliasedPages va(device_index(device), mapped);
+    const double map_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Sweep sw{device.id, "latency_tlb_mapped_pages", "chase", "ld.global.cg", 1, false, {}};
+    std::vector<std::pair<double, double>> points;
+    for (int p = 2; p <= mapped; p *= options.quick ? 4 : 2) {
+      std::vector<u64> cycle(p);
+      for (int i = 0; i < p; ++i) cycle[i] = va.word(u64(i));
+      std::shuffle(cycle.begin(), cycle.end(), rng);
+      ChasePoint c = run_chase<false>(options, device, va.get(), cycle, true);
+      if (!c.ok) throw InputError("the chase over mapped pages did not end at its line");
+      sw.points.push_back(to_point(double(p) * double(va.page_bytes()), c));
+      points.emplace_back(double(p) * double(va.page_bytes()), c.cycles_per_hop);
+    }
+    record_tlb_steps(device, "tlb_steps_mapped_pages",
+                     std::to_string(mapped) + " pages of " + std::to_string(va.page_bytes() >> 20) +
+                         " MiB, mapped (cuMemMap, " + std::to_string(int(map_seconds * 1e3)) +
+                         " ms for all) 32 at a time onto one 64 MiB allocation; one 8-byte word a page",
+                     points, profile, 1.10);
+    profile.sweeps.push_back(std::move(sw));
+  } catch (const std::exception& e) {
+    profile.conditions[key] = std::string("not measured: ") + e.what();
+  }
   profile.conditions["cuda.latency." + device.id + ".tlb_probe"] =
-      "one line per 2 MiB page, lines L2-resident; first working set whose latency exceeds the "
-      "smallest by 15%";
-  profile.sweeps.push_back(std::move(sw));
+      "one line per page, lines L2-resident; a step is a working set whose latency is 15% (mapped "
+      "pages: 10%) above the plateau before it, held at the next point";
 }
 
 void run_latency_probe(const ProbeOptions& options, const Device& device, MachineProfile& profile) {

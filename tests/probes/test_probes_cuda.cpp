@@ -215,6 +215,23 @@ TEST(GpuLevels, LatencySplitFindsTwoPartitions) {
   EXPECT_FALSE(split_latencies(rare));
   EXPECT_FALSE(split_latencies({1, 2}));
 }
+
+// A TLB sweep: flat, one step, a lone slow point (not a step), a second step held to the end.
+TEST(GpuLevels, LatencyStepsNameEachHeldRise) {
+  const double MiB = 1 << 20;
+  std::vector<std::pair<double, double>> sweep = {{32 * MiB, 300},   {64 * MiB, 305},  {128 * MiB, 420},
+                                                  {256 * MiB, 425},  {512 * MiB, 600}, {1024 * MiB, 430},
+                                                  {2048 * MiB, 700}, {4096 * MiB, 710}};
+  auto steps = latency_steps(sweep);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].working_set_bytes, 128 * MiB);
+  EXPECT_EQ(steps[0].cycles_before, 300);
+  EXPECT_EQ(steps[0].cycles_after, 420);
+  EXPECT_EQ(steps[1].working_set_bytes, 2048 * MiB);
+  EXPECT_EQ(steps[1].cycles_before, 420);
+  EXPECT_TRUE(latency_steps({{1, 300}, {2, 310}, {4, 320}}).empty());
+  EXPECT_TRUE(latency_steps({}).empty());
+}
 #endif
 
 }  // namespace

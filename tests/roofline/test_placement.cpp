@@ -420,6 +420,28 @@ TEST(Placement, SmallOperatorsAreJudgedOnStreamsOfTheirSize) {
   EXPECT_LE(rp.records[0].bound_seconds, 30.9e-6);
 }
 
+TEST(Placement, PartitionBandwidthIsNotTheLevelsRoof) {
+  // cuda.l2_partitions: every SM on lines of its near partition reads faster than any operator
+  // can, whose lines fall in both partitions; the L2 roof stays the plain read.
+  MachineProfile m = test::small_machine();
+  m.ceilings.clear();
+  Ceiling read = test::make_ceiling(CeilingKind::Bandwidth, "cpu", "L2", 9.7e12);
+  read.operation = "read";
+  Ceiling near = read, far = read;
+  near.operation = "read_near_partition";
+  near.figure.value = 11e12;
+  near.params["l2_partition"] = "near";
+  far.operation = "read_far_partition";
+  far.figure.value = 7e12;
+  far.params["l2_partition"] = "far";
+  m.ceilings = {near, read, far};
+  EXPECT_DOUBLE_EQ(m.best("cpu", CeilingKind::Bandwidth, "L2")->figure.value, 9.7e12);
+  const BandwidthRoof* l2 = roofs_for(m, "cpu").memory_for("L2");
+  ASSERT_NE(l2, nullptr);
+  EXPECT_DOUBLE_EQ(l2->bytes_per_second, 9.7e12);
+  ASSERT_EQ(l2->mixes.size(), 1u);
+}
+
 }  // namespace rafter::roofline
 
 namespace rafter::roofline {
