@@ -77,6 +77,11 @@ def all_rows():
     return rows
 
 
+def wanted(args, name):
+    """--only REGEX: the rows whose name it matches (all rows without it)."""
+    return not getattr(args, "only", None) or re.search(args.only, name) is not None
+
+
 def row_key(r):
     return f"{r['op']}|{r['phase']}|{r['precision']}|" + ",".join(f"{k}={v}" for k, v in sorted(r["shape"].items()))
 
@@ -118,7 +123,7 @@ def load_json(path):
 
 def run_rafter(args):
     results = load_json(args.out) if args.append else {}
-    rows = [r for r in all_rows() if not (args.skip_gemm and r["op"] == "gemm")]
+    rows = [r for r in all_rows() if not (args.skip_gemm and r["op"] == "gemm") and wanted(args, r["name"])]
     for row in rows:
         rafter_row(args.rafter, row, args.extra, results)
         json.dump(results, open(args.out, "w"), indent=1)  # after every row: a timeout keeps the rest
@@ -328,6 +333,8 @@ def run_pairs(args):
     tor.update({"_torch": torch.__version__, "_gpu": torch.cuda.get_device_name(0)})
     known = []  # (candidate seconds, search seconds) of the power-bound rows rafter has run
     for i, row in enumerate(gemm_rows() + [int8_row()]):
+        if not wanted(args, row["name"]):
+            continue
         torch.cuda.empty_cache()
         rafter_first = (i // 2) % 2 == 0  # rows come in M=4096 / M=16 pairs: alternate per pair
 
@@ -495,6 +502,8 @@ def run_torch(args):
         torch_gemms(time_op, torch, out, args.out)
     fns = torch_memory_fns(torch, F)
     for name, op, phase, shape in MEM_ROWS:
+        if not wanted(args, name):
+            continue
         row = {"op": op, "phase": phase, "precision": "bf16", "shape": shape}
         key, inputs = memory_inputs(torch, name, shape)
         eager = fns[key]
@@ -725,16 +734,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="mode", required=True)
     a = sub.add_parser("rafter")
+    a.add_argument("--only", help="regular expression: only the rows whose name it matches")
     a.add_argument("--rafter", required=True)
     a.add_argument("--out", required=True)
     a.add_argument("--extra", nargs="*", default=[])
     a.add_argument("--skip-gemm", action="store_true")
     a.add_argument("--append", action="store_true", help="add to an existing --out")
     t = sub.add_parser("torch")
+    t.add_argument("--only", help="regular expression: only the rows whose name it matches")
     t.add_argument("--out", required=True)
     t.add_argument("--skip-gemm", action="store_true")
     t.add_argument("--append", action="store_true", help="add to an existing --out")
     pr = sub.add_parser("pairs")
+    pr.add_argument("--only", help="regular expression: only the rows whose name it matches")
     pr.add_argument("--rafter", required=True)
     pr.add_argument("--out", required=True, help="rafter records (JSON)")
     pr.add_argument("--torch-out", required=True, help="PyTorch timings (JSON)")
