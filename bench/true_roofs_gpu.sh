@@ -24,7 +24,8 @@ if has probe; then
   s=$(date +%s)
   timeout 300 "$rafter" probe --device cuda --filter "${PROBE_FILTER:-^cuda\.(latency|l2_partitions|tensor)$}" \
     -o "$out/machine.json" >"$out/probe.txt" 2>&1
-  echo "rafter probe (${PROBE_FILTER:-latency, l2_partitions, tensor}): exit $? in $(( $(date +%s) - s )) s"
+  echo "rafter probe (${PROBE_FILTER:-latency, l2_partitions, tensor}): exit $? in $(( $(date +%s) - s )) s" \
+    | tee "$out/probe-wall.txt"
   echo '{}' >"$out/none.json"
   python3 bench/gpu_probes_table.py "$out/machine.json" "$out/none.json" | tee "$out/probes-table.txt"
   python3 - "$out/machine.json" <<'EOF' | tee "$out/sweeps.txt"

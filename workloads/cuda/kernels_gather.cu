@@ -195,12 +195,12 @@ __global__ void cross_entropy_bwd_online_kernel(const bf16* __restrict__ logits,
 // faster mode; it also runs at 2531.8-2533.5): this kernel 2509.6; 32-bit indices with 512 threads
 // 2520.4, with 128 threads 2524.5; 64-bit indices with 1024 / 512 threads 2512.0 / 2513.0; 8 adjacent
 // elements a thread in blocks of 256 (the former kernel) 2525.3; 2 or 4 chunks a thread
-// 2517.2-2522.8; a grid of 8 blocks an SM walking the array 2729.1.
+// 2517.2-2522.8; a grid of 8 blocks an SM walking the array 2729.1. No __launch_bounds__: with
+// (1024) ptxas fit 32 registers and spilled (2970 us); without, 40 registers, one block an SM.
 template <class Index>
-__global__ void __launch_bounds__(1024)
-    adamw_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
-                 float* __restrict__ v, bf16* __restrict__ out, Index n, AdamWParams p, float bc1,
-                 float bc2) {
+__global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
+                             float* __restrict__ v, bf16* __restrict__ out, Index n, AdamWParams p, float bc1,
+                             float bc2) {
   const Index at = (Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x)) * 4;
   if (at + 4 <= n) {
     float4 w = *reinterpret_cast<const float4*>(master + at);
