@@ -3,9 +3,9 @@
 // of a span (ld.global.cg, L2 hits; all SMs at once, 8 chains an SM): each SM's per-line latencies
 // split in a fast and a slow group (split_latencies), which name that SM's near and far lines. Each
 // SM then gets its own near and far list, drawn at random from its groups, and every block reads
-// the lists of the SM it runs on (%smid), four 128-byte lines a warp-wide 16-byte load. A third
-// mode, half the warps on each list, is the same kernel's mixed control. Each block's sum is checked
-// against the host's sum of the lines it read.
+// the lists of the SM it runs on (%smid), four 128-byte lines a warp-wide 16-byte load. Two more
+// modes are the same kernel's controls: half the warps on each list, and runs of consecutive lines.
+// Each block's sum is checked against the host's sum of the lines it read.
 #include <algorithm>
 #include <iomanip>
 #include <random>
@@ -132,11 +132,166 @@ SmLines split_sm(const unsigned short* cycles, int lines) {
   return s;
 }
 
+// Every SM's per-line latencies (all SMs at once, `passes` launches, the fastest kept), split.
+struct Classified {
+  std::vector<SmLines> per_sm = std::vector<SmLines>(kMaxSmIds);
+  std::vector<bool> reached = std::vector<bool>(kMaxSmIds, false);
+  int ids = 0;                                              // highest %smid reached + 1
+  int unsplit = 0;                                          // SMs reached whose latencies did not split
+  std::vector<double> near_share, near_cycles, far_cycles;  // over the split SMs
+};
+
+Classified classify_lines(const DeviceBuffer& buf, int lines, int sms, int passes) {
+  DeviceBuffer owner(kMaxSmIds * 4), cycles(std::size_t(kMaxSmIds) * lines * 2);
+  check(cudaMemset(cycles.get(), 0xFF, cycles.bytes()), "clear line cycles");
+  Classified c;
+  std::vector<int> h_owner(kMaxSmIds);
+  for (int pass = 0; pass < passes; ++pass) {
+    check(cudaMemset(owner.get(), 0xFF, owner.bytes()), "clear SM owners");
+    time_lines<<<4 * sms, kChains * 32>>>(buf.get<u64>(), lines, owner.get<int>(),
+                                          cycles.get<unsigned short>());
+    check_launch("time_lines");
+    check(cudaMemcpy(h_owner.data(), owner.get(), owner.bytes(), cudaMemcpyDeviceToHost), "copy SM owners");
+    for (int s = 0; s < kMaxSmIds; ++s) c.reached[s] = c.reached[s] || h_owner[s] >= 0;
+  }
+  std::vector<unsigned short> h_cycles(std::size_t(kMaxSmIds) * lines);
+  check(cudaMemcpy(h_cycles.data(), cycles.get(), cycles.bytes(), cudaMemcpyDeviceToHost),
+        "copy line cycles");
+  for (int s = 0; s < kMaxSmIds; ++s) {
+    if (!c.reached[s]) continue;
+    c.ids = s + 1;
+    c.per_sm[s] = split_sm(h_cycles.data() + std::size_t(s) * lines, lines);
+    if (c.per_sm[s].near.empty()) {
+      ++c.unsplit;
+      continue;
+    }
+    c.near_share.push_back(double(c.per_sm[s].near.size()) / lines);
+    c.near_cycles.push_back(c.per_sm[s].near_cycles);
+    c.far_cycles.push_back(c.per_sm[s].far_cycles);
+  }
+  return c;
+}
+
+// How alike the SMs class the lines: the share of lines each SM classes as the first SM does. Two
+// partitions, each near half the SMs, give two groups at ~100 % and ~0 %.
+nlohmann::json agreement_with_first(const Classified& c, int lines) {
+  std::vector<char> first_near(lines, 0);
+  int first = 0;
+  while (!c.reached[first]) ++first;
+  for (unsigned l : c.per_sm[first].near) first_near[l] = 1;
+  int same = 0, opposite = 0, neither = 0;
+  std::vector<double> agree_share;
+  for (int s = 0; s < c.ids; ++s) {
+    if (!c.reached[s]) continue;
+    std::vector<char> near(lines, 0);
+    for (unsigned l : c.per_sm[s].near) near[l] = 1;
+    int alike = 0;
+    for (int l = 0; l < lines; ++l) alike += near[l] == first_near[l];
+    const double share = double(alike) / lines;
+    agree_share.push_back(share);
+    (share >= 0.8 ? same : share <= 0.2 ? opposite : neither) += 1;
+  }
+  return {{"same", same},
+          {"opposite", opposite},
+          {"neither", neither},
+          {"share_alike", to_json(summarize(agree_share))}};
+}
+
+// Each SM's lists ([SM][near, far, run][k]): k lines drawn at random from its near group and from
+// its far group, and a run of k consecutive lines from a random start.
+std::vector<unsigned> make_lists(const Classified& c, int k, int lines) {
+  std::mt19937_64 rng(21);
+  std::vector<unsigned> lists(std::size_t(c.ids) * 3 * k, 0);
+  for (int s = 0; s < c.ids; ++s) {
+    if (!c.reached[s]) continue;
+    for (int far = 0; far < 2; ++far) {
+      auto group = far ? c.per_sm[s].far : c.per_sm[s].near;
+      std::shuffle(group.begin(), group.end(), rng);
+      std::copy_n(group.begin(), k, lists.begin() + (std::size_t(s) * 3 + far) * k);
+    }
+    const unsigned start = unsigned(rng() % unsigned(lines));
+    for (int j = 0; j < k; ++j)
+      lists[(std::size_t(s) * 3 + 2) * k + j] = (start + unsigned(j)) % unsigned(lines);
+  }
+  return lists;
+}
+
+// The 32-bit sum of the words of each list's lines, as read back from `buf`.
+std::vector<unsigned> list_sums(const DeviceBuffer& buf, int lines, const std::vector<unsigned>& lists,
+                                int k) {
+  std::vector<unsigned> words(std::size_t(lines) * kLineWords), line_sum(lines, 0);
+  check(cudaMemcpy(words.data(), buf.get(), buf.bytes(), cudaMemcpyDeviceToHost), "copy the line buffer");
+  for (int l = 0; l < lines; ++l)
+    for (int w = 0; w < kLineWords; ++w) line_sum[l] += words[std::size_t(l) * kLineWords + w];
+  std::vector<unsigned> sums(lists.size() / k, 0);
+  for (std::size_t i = 0; i < sums.size(); ++i)
+    for (int j = 0; j < k; ++j) sums[i] += line_sum[lists[i * k + j]];
+  return sums;
+}
+
 struct ModeResult {
   Measurement m;
   Shape shape{};
   bool checked = false;
 };
+
+// One mode's fastest launch shape, each shape checked once: every block's sum is that of the lists
+// of the SM it ran on.
+struct Lists {
+  const DeviceBuffer& buf;
+  const DeviceBuffer& device_lists;
+  const std::vector<unsigned>& sums;  // list_sums
+  const Classified& c;
+  int k;
+};
+
+ModeResult time_mode(const ProbeOptions& options, const Device& device, const Lists& x, int sms, int mode,
+                     int rounds) {
+  static const char* names[] = {"read_near_partition", "read_far_partition", "read_both_partitions",
+                                "read_run"};
+  DeviceBuffer sums(std::size_t(sms) * 8 * 4), block_sm(std::size_t(sms) * 8 * 4);
+  ModeResult best;
+  for (const Shape& shape : kShapes) {
+    const int blocks = shape.blocks_per_sm * sms, warps = shape.threads / 32;
+    check(cudaMemset(sums.get(), 0, sums.bytes()), "clear block sums");
+    launch_read(shape, blocks, x.buf.get<uint4>(), x.device_lists.get<unsigned>(), x.k, mode, 1,
+                sums.get<unsigned>(), block_sm.get<int>(), nullptr);
+    std::vector<unsigned> got(blocks);
+    std::vector<int> where(blocks);
+    check(cudaMemcpy(got.data(), sums.get(), blocks * 4, cudaMemcpyDeviceToHost), "copy block sums");
+    check(cudaMemcpy(where.data(), block_sm.get(), blocks * 4, cudaMemcpyDeviceToHost), "copy block SMs");
+    bool ok = true;
+    for (int b = 0; b < blocks && ok; ++b) {
+      const int s = where[b];
+      ok = s >= 0 && s < x.c.ids && x.c.reached[s];
+      if (!ok) break;
+      const unsigned near = x.sums[std::size_t(s) * 3], far = x.sums[std::size_t(s) * 3 + 1],
+                     run = x.sums[std::size_t(s) * 3 + 2];
+      const unsigned want = mode == 0   ? unsigned(warps) * near
+                            : mode == 1 ? unsigned(warps) * far
+                            : mode == 2 ? unsigned(warps / 2) * (near + far)
+                                        : unsigned(warps) * run;
+      ok = got[b] == want;
+    }
+    Measurement m;
+    m.kind = CeilingKind::Bandwidth;
+    m.resource = "L2";
+    m.operation = names[mode];
+    m.isa = "ld.global.cg";
+    m.unit = "B/s";
+    m.work_per_launch = double(blocks) * warps * rounds * double(x.k) * 128;
+    m.timing = gpu::time_launches(
+        [&](void* st) {
+          launch_read(shape, blocks, x.buf.get<uint4>(), x.device_lists.get<unsigned>(), x.k, mode, rounds,
+                      sums.get<unsigned>(), block_sm.get<int>(), cudaStream_t(st));
+        },
+        timing_options(options, device, false));
+    const double rate = m.work_per_launch / m.timing.seconds.median;
+    if (best.m.work_per_launch == 0 || rate > best.m.work_per_launch / best.m.timing.seconds.median)
+      best = {m, shape, ok};
+  }
+  return best;
+}
 
 void run_partitions_probe(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
   const int dev = device_index(device);
@@ -147,153 +302,40 @@ void run_partitions_probe(const ProbeOptions& options, const Device& device, Mac
   const int sms = p.multiProcessorCount;
   // A span of an eighth of the L2 (6.25 MiB on the H100's 50 MiB): every line stays resident.
   const int lines = std::max(4096, int(double(p.l2CacheSize) / 8 / 128) / 32 * 32);
-  DeviceBuffer buf(std::size_t(lines) * 128), owner(kMaxSmIds * 4),
-      cycles(std::size_t(kMaxSmIds) * lines * 2);
+  DeviceBuffer buf(std::size_t(lines) * 128);
   check(cudaMemset(buf.get(), 0, buf.bytes()), "clear the line buffer");
-  check(cudaMemset(cycles.get(), 0xFF, cycles.bytes()), "clear line cycles");
-  std::vector<int> h_owner(kMaxSmIds);
-  std::vector<bool> reached(kMaxSmIds, false);
-  for (int pass = 0; pass < (options.quick ? 1 : 2); ++pass) {
-    check(cudaMemset(owner.get(), 0xFF, owner.bytes()), "clear SM owners");
-    time_lines<<<4 * sms, kChains * 32>>>(buf.get<u64>(), lines, owner.get<int>(),
-                                          cycles.get<unsigned short>());
-    check_launch("time_lines");
-    check(cudaMemcpy(h_owner.data(), owner.get(), owner.bytes(), cudaMemcpyDeviceToHost), "copy SM owners");
-    for (int s = 0; s < kMaxSmIds; ++s) reached[s] = reached[s] || h_owner[s] >= 0;
-  }
-  std::vector<unsigned short> h_cycles(std::size_t(kMaxSmIds) * lines);
-  check(cudaMemcpy(h_cycles.data(), cycles.get(), cycles.bytes(), cudaMemcpyDeviceToHost),
-        "copy line cycles");
+  const Classified c = classify_lines(buf, lines, sms, options.quick ? 1 : 2);
   // Every SM must have been reached and its latencies split: a block of the bandwidth launch may
   // land on any of them.
-  std::vector<SmLines> per_sm(kMaxSmIds);
-  std::vector<double> near_share, near_cycles, far_cycles;
-  int ids = 0, unsplit = 0;
-  for (int s = 0; s < kMaxSmIds; ++s) {
-    if (!reached[s]) continue;
-    ids = s + 1;
-    per_sm[s] = split_sm(h_cycles.data() + std::size_t(s) * lines, lines);
-    if (per_sm[s].near.empty()) {
-      ++unsplit;
-      continue;
-    }
-    near_share.push_back(double(per_sm[s].near.size()) / lines);
-    near_cycles.push_back(per_sm[s].near_cycles);
-    far_cycles.push_back(per_sm[s].far_cycles);
-  }
-  if (unsplit > 0 || int(near_share.size()) < sms) {
-    profile.conditions[key] = std::to_string(near_share.size()) + " of " + std::to_string(sms) +
+  if (c.unsplit > 0 || int(c.near_share.size()) < sms) {
+    profile.conditions[key] = std::to_string(c.near_share.size()) + " of " + std::to_string(sms) +
                               " SMs reached with a near/far split of their per-line L2 latencies: no "
                               "partition bandwidth";
     return;
   }
   std::size_t smallest = lines;
-  for (int s = 0; s < ids; ++s)
-    if (reached[s]) smallest = std::min({smallest, per_sm[s].near.size(), per_sm[s].far.size()});
+  for (int s = 0; s < c.ids; ++s)
+    if (c.reached[s]) smallest = std::min({smallest, c.per_sm[s].near.size(), c.per_sm[s].far.size()});
   const int k = std::min(4096, int(smallest) / 32 * 32);
   if (k < 1024) {
     profile.conditions[key] = "an SM's near or far group holds " + std::to_string(smallest) +
                               " lines, fewer than 1024: no partition bandwidth";
     return;
   }
-  // How alike the SMs class the lines: the share of lines each SM classes as the first SM does.
-  // Two partitions, each near half the SMs, give two groups at ~100 % and ~0 %.
-  std::vector<char> first_near(lines, 0);
-  int first = 0;
-  while (!reached[first]) ++first;
-  for (unsigned l : per_sm[first].near) first_near[l] = 1;
-  int same = 0, opposite = 0, neither = 0;
-  std::vector<double> agree_share;
-  for (int s = 0; s < ids; ++s) {
-    if (!reached[s]) continue;
-    std::vector<char> near(lines, 0);
-    for (unsigned l : per_sm[s].near) near[l] = 1;
-    int alike = 0;
-    for (int l = 0; l < lines; ++l) alike += near[l] == first_near[l];
-    const double share = double(alike) / lines;
-    agree_share.push_back(share);
-    (share >= 0.8 ? same : share <= 0.2 ? opposite : neither) += 1;
-  }
-  const nlohmann::json agreement = {{"same", same},
-                                    {"opposite", opposite},
-                                    {"neither", neither},
-                                    {"share_alike", to_json(summarize(agree_share))}};
-  // Each SM's lists: k lines drawn at random from its near group and from its far group, and a run
-  // of k consecutive lines from a random start.
-  std::mt19937_64 rng(21);
-  std::vector<unsigned> h_lists(std::size_t(ids) * 3 * k, 0);
-  for (int s = 0; s < ids; ++s) {
-    if (!reached[s]) continue;
-    for (int far = 0; far < 2; ++far) {
-      auto group = far ? per_sm[s].far : per_sm[s].near;
-      std::shuffle(group.begin(), group.end(), rng);
-      std::copy_n(group.begin(), k, h_lists.begin() + (std::size_t(s) * 3 + far) * k);
-    }
-    const unsigned start = unsigned(rng() % unsigned(lines));
-    for (int j = 0; j < k; ++j)
-      h_lists[(std::size_t(s) * 3 + 2) * k + j] = (start + unsigned(j)) % unsigned(lines);
-  }
+  const nlohmann::json agreement = agreement_with_first(c, lines);
+  const std::vector<unsigned> h_lists = make_lists(c, k, lines);
   fill_random(buf.get(), buf.bytes(), 22);
-  std::vector<unsigned> words(std::size_t(lines) * kLineWords), line_sum(lines, 0);
-  check(cudaMemcpy(words.data(), buf.get(), buf.bytes(), cudaMemcpyDeviceToHost), "copy the line buffer");
-  for (int l = 0; l < lines; ++l)
-    for (int w = 0; w < kLineWords; ++w) line_sum[l] += words[std::size_t(l) * kLineWords + w];
-  std::vector<unsigned> list_sum(std::size_t(ids) * 3, 0);
-  for (std::size_t i = 0; i < list_sum.size(); ++i)
-    for (int j = 0; j < k; ++j) list_sum[i] += line_sum[h_lists[i * k + j]];
-  DeviceBuffer lists(h_lists.size() * 4), sums(std::size_t(sms) * 8 * 4), block_sm(std::size_t(sms) * 8 * 4);
+  const std::vector<unsigned> sums = list_sums(buf, lines, h_lists, k);
+  DeviceBuffer lists(h_lists.size() * 4);
   check(cudaMemcpy(lists.get(), h_lists.data(), lists.bytes(), cudaMemcpyHostToDevice), "copy line lists");
   const int rounds = options.quick ? 1 : 2;
-  const char* names[] = {"read_near_partition", "read_far_partition", "read_both_partitions", "read_run"};
+  const Lists x{buf, lists, sums, c, k};
   ModeResult best[4];
-  for (int mode = 0; mode < 4; ++mode)
-    for (const Shape& shape : kShapes) {
-      const int blocks = shape.blocks_per_sm * sms, warps = shape.threads / 32;
-      // Checked once: each block's sum is that of the lists of the SM it ran on.
-      check(cudaMemset(sums.get(), 0, sums.bytes()), "clear block sums");
-      launch_read(shape, blocks, buf.get<uint4>(), lists.get<unsigned>(), k, mode, 1, sums.get<unsigned>(),
-                  block_sm.get<int>(), nullptr);
-      std::vector<unsigned> got(blocks);
-      std::vector<int> where(blocks);
-      check(cudaMemcpy(got.data(), sums.get(), blocks * 4, cudaMemcpyDeviceToHost), "copy block sums");
-      check(cudaMemcpy(where.data(), block_sm.get(), blocks * 4, cudaMemcpyDeviceToHost), "copy block SMs");
-      bool ok = true;
-      for (int b = 0; b < blocks; ++b) {
-        const int s = where[b];
-        if (s < 0 || s >= ids || !reached[s]) {
-          ok = false;
-          break;
-        }
-        const unsigned near = list_sum[std::size_t(s) * 3], far = list_sum[std::size_t(s) * 3 + 1],
-                       run = list_sum[std::size_t(s) * 3 + 2];
-        const unsigned want = mode == 0   ? unsigned(warps) * near
-                              : mode == 1 ? unsigned(warps) * far
-                              : mode == 2 ? unsigned(warps / 2) * (near + far)
-                                          : unsigned(warps) * run;
-        ok = ok && got[b] == want;
-      }
-      Measurement m;
-      m.kind = CeilingKind::Bandwidth;
-      m.resource = "L2";
-      m.operation = names[mode];
-      m.isa = "ld.global.cg";
-      m.unit = "B/s";
-      m.work_per_launch = double(blocks) * warps * rounds * double(k) * 128;
-      m.timing = gpu::time_launches(
-          [&](void* st) {
-            launch_read(shape, blocks, buf.get<uint4>(), lists.get<unsigned>(), k, mode, rounds,
-                        sums.get<unsigned>(), block_sm.get<int>(), cudaStream_t(st));
-          },
-          timing_options(options, device, false));
-      const double rate = m.work_per_launch / m.timing.seconds.median;
-      if (best[mode].m.work_per_launch == 0 ||
-          rate > best[mode].m.work_per_launch / best[mode].m.timing.seconds.median)
-        best[mode] = {m, shape, ok};
-    }
+  for (int mode = 0; mode < 4; ++mode) best[mode] = time_mode(options, device, x, sms, mode, rounds);
   auto rate = [](const ModeResult& r) { return r.m.work_per_launch / r.m.timing.seconds.median; };
   const bool checked = best[0].checked && best[1].checked && best[2].checked && best[3].checked;
   for (int mode = 0; mode < 2; ++mode) {
-    const std::vector<double>& cyc = mode == 0 ? near_cycles : far_cycles;
+    const std::vector<double>& cyc = mode == 0 ? c.near_cycles : c.far_cycles;
     nlohmann::json params = {
         {"l2_partition", mode == 0 ? "near" : "far"},
         {"lines_per_list", k},
@@ -307,26 +349,26 @@ void run_partitions_probe(const ProbeOptions& options, const Device& device, Mac
         {"sms_by_agreement_with_first", agreement},
         {"other_partition_bytes_per_second", rate(best[1 - mode])},
         {"hit_cycles_median_over_sms", summarize(cyc).median},
-        {"near_share_of_lines_over_sms", to_json(summarize(near_share))},
+        {"near_share_of_lines_over_sms", to_json(summarize(c.near_share))},
         {"value_is",
          "bytes every SM read from its own list of lines homed in its near (far) L2 partition, as its "
          "per-line hit latencies named them, / median launch time; the fastest of 3 launch shapes"},
         {"check", {{"pass", checked}, {"what", "each block's sum of the words it read, all four modes"}}}};
-    Ceiling c = make_ceiling(device, "cuda.l2_partitions", best[mode].m, params);
-    attach_datasheet(c, std::nullopt);
-    if (!checked) c.flag = "check_failed";
-    profile.ceilings.push_back(std::move(c));
+    Ceiling ceiling = make_ceiling(device, "cuda.l2_partitions", best[mode].m, params);
+    attach_datasheet(ceiling, std::nullopt);
+    if (!checked) ceiling.flag = "check_failed";
+    profile.ceilings.push_back(std::move(ceiling));
   }
   std::ostringstream line;
-  line
-      << std::fixed << std::setprecision(2) << "every SM on its near lines " << rate(best[0]) / 1e12
-      << " TB/s, on its far lines " << rate(best[1]) / 1e12 << ", half and half " << rate(best[2]) / 1e12
-      << ", consecutive lines " << rate(best[3]) / 1e12 << std::setprecision(0) << "; near lines "
-      << 100 * summarize(near_share).min << "-" << 100 * summarize(near_share).max << "% of an SM's, hit "
-      << summarize(near_cycles).median << " vs " << summarize(far_cycles).median << " cycles (medians over "
-      << sms
-      << " SMs, all timing at once); SMs whose near lines are the first SM's (>= 80% of lines classed alike) "
-      << same << ", its far lines (<= 20%) " << opposite << ", neither " << neither;
+  line << std::fixed << std::setprecision(2) << "every SM on its near lines " << rate(best[0]) / 1e12
+       << " TB/s, on its far lines " << rate(best[1]) / 1e12 << ", half and half " << rate(best[2]) / 1e12
+       << ", consecutive lines " << rate(best[3]) / 1e12 << std::setprecision(0) << "; near lines "
+       << 100 * summarize(c.near_share).min << "-" << 100 * summarize(c.near_share).max
+       << "% of an SM's, hit " << summarize(c.near_cycles).median << " vs " << summarize(c.far_cycles).median
+       << " cycles (medians over " << sms
+       << " SMs, all timing at once); SMs whose near lines are the first SM's (>= 80% of lines classed "
+       << "alike) " << agreement["same"].get<int>() << ", its far lines (<= 20%) "
+       << agreement["opposite"].get<int>() << ", neither " << agreement["neither"].get<int>();
   profile.conditions[key] = line.str();
 }
 
