@@ -74,7 +74,7 @@ fi
 if has probes; then
   # Each probe on its own (--filter), so that one slow probe under a tool does not hide the others.
   tools=${PROBE_TOOLS-memcheck racecheck initcheck synccheck}
-  for probe in ${PROBES-cuda.launch cuda.fma cuda.dmma cuda.tensor cuda.fp4 cuda.shared cuda.latency cuda.bandwidth cuda.links}; do
+  for probe in ${PROBES-cuda.launch cuda.fma cuda.dmma cuda.tensor cuda.fp4 cuda.shared cuda.latency cuda.l2_partitions cuda.bandwidth cuda.links}; do
     # Probes whose one kernel streams shared memory for milliseconds a launch: racecheck checks the
     # short first launch (fp4's correctness check, shared's untimed first launch: the same code) and
     # lets the timed ones run unchecked (hours otherwise).
