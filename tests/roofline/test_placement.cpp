@@ -436,7 +436,8 @@ TEST(Placement, PartitionBandwidthIsNotTheLevelsRoof) {
   far.params["l2_partition"] = "far";
   m.ceilings = {near, read, far};
   EXPECT_DOUBLE_EQ(m.best("cpu", CeilingKind::Bandwidth, "L2")->figure.value, 9.7e12);
-  const BandwidthRoof* l2 = roofs_for(m, "cpu").memory_for("L2");
+  const DeviceRoofs roofs = roofs_for(m, "cpu");
+  const BandwidthRoof* l2 = roofs.memory_for("L2");
   ASSERT_NE(l2, nullptr);
   EXPECT_DOUBLE_EQ(l2->bytes_per_second, 9.7e12);
   ASSERT_EQ(l2->mixes.size(), 1u);
