@@ -110,4 +110,14 @@ struct LatencyStep {
 std::vector<LatencyStep> latency_steps(const std::vector<std::pair<double, double>>& sweep,
                                        double rise = 1.15);
 
+// The TLB sweep over mapped pages (cuda.latency): virtual page i of `page_bytes` maps physical
+// page i % pages_per_map of one allocation. The 8-byte element (index from the range's start) page
+// i's chase uses: word (i / pages_per_map) % words of its page, so that no two pages' words share
+// a physical word while fewer than pages_per_map x page_bytes / 8 pages are swept.
+inline unsigned long long mapped_page_word(unsigned long long page, unsigned long long page_bytes,
+                                           unsigned long long pages_per_map) {
+  const unsigned long long words = page_bytes / 8;
+  return page * words + (page / pages_per_map) % words;
+}
+
 }  // namespace rafter::probes::cuda

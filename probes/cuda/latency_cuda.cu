@@ -308,8 +308,8 @@ class AliasedPages {
   static constexpr int kPagesPerMap = 32;
   u64* get() const { return reinterpret_cast<u64*>(base_); }
   std::size_t page_bytes() const { return page_; }
-  // Element index (u64) of page i's word: page i, at word i / kPagesPerMap of its physical page.
-  u64 word(u64 i) const { return i * (page_ / 8) + (i / kPagesPerMap) % (page_ / 8); }
+  // Element index (u64) of page i's word (mapped_page_word).
+  u64 word(u64 i) const { return mapped_page_word(i, page_, kPagesPerMap); }
 
  private:
   struct Driver {

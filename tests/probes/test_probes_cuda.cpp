@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <set>
 #include <string>
 
 #ifdef RAFTER_HAVE_CUDA
@@ -231,6 +232,19 @@ TEST(GpuLevels, LatencyStepsNameEachHeldRise) {
   EXPECT_EQ(steps[1].cycles_before, 420);
   EXPECT_TRUE(latency_steps({{1, 300}, {2, 310}, {4, 320}}).empty());
   EXPECT_TRUE(latency_steps({}).empty());
+}
+
+// The mapped-pages TLB sweep's address plan: every page's word lies in that page, and no two of the
+// 256K pages (512 GiB of 2 MiB pages over one 32-page allocation) share a physical word.
+TEST(GpuLevels, MappedPageWordsAreDistinctPhysicalWords) {
+  const unsigned long long page = 2ull << 20, per_map = 32, pages = 262144;
+  std::set<std::pair<unsigned long long, unsigned long long>> physical;  // (physical page, word)
+  for (unsigned long long i = 0; i < pages; ++i) {
+    const unsigned long long e = mapped_page_word(i, page, per_map);
+    ASSERT_EQ(e / (page / 8), i);
+    physical.emplace(i % per_map, e % (page / 8));
+  }
+  EXPECT_EQ(physical.size(), pages);
 }
 #endif
 
