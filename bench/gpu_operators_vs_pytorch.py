@@ -619,6 +619,15 @@ def torch_kernel_short(names):
     return (names or ["-"])[-1][:18]
 
 
+def same_kernel(algorithm, torch_kernels):
+    """Whether rafter's cuBLASLt algorithm (tile, cluster, split-K 1) is the nvjet kernel PyTorch ran:
+    then a gap between the two columns is one side's run-to-run spread, not a choice."""
+    short = torch_kernel_short(torch_kernels)
+    cluster = algorithm.get("cluster", "")
+    return (algorithm.get("split_k") == 1 and cluster.endswith("x1")
+            and short == f"{algorithm.get('tile')}/{cluster[:-2]}")
+
+
 def table(args):
     load = lambda p: json.load(open(p)) if p and os.path.exists(p) else {}  # noqa: E731
     raf, tor = load(args.rafter_json), load(args.torch_json)
@@ -646,10 +655,12 @@ def table(args):
           f"cudaMemcpy D2D in the same call: {(memcpy_bw or 0) / 1e12:.3f} TB/s")
     fails = []
     ties = []
+    same_kernel_fails = 0
     print("\n== GEMMs (forward, Y = X·Wᵀ), cold L2: rafter (timed candidates) vs PyTorch, each min/median/max "
           "over its samples; ratio of medians; heat s: seconds of full load before the pause and the timing "
           "(rafter's search / PyTorch's preheat)\n   ok: yes = rafter's median <= PyTorch's; tie = slower, but each "
-          "median lies inside the other's [min, max] (a difference inside the run-to-run spread); NO otherwise")
+          "median lies inside the other's [min, max] (a difference inside the run-to-run spread); NO otherwise, "
+          "marked (same kernel) where rafter's algorithm is the nvjet kernel PyTorch ran")
     print(f"{'row':<26}{'prec':<9}{'rafter min/med/max us':>24}{'torch min/med/max us':>24}{'ratio':>7}{'TFLOP/s':>8}"
           f" heat s  rafter tile/cluster/splitK #rank/cands  torch kernel   ok")
     for row in gemm_rows():
@@ -666,11 +677,13 @@ def table(args):
         good = bool(t and tt and rec.get("status") == "ok")
         ok = good and t <= tt
         tie = good and not ok and t <= te.get("max", 0) and tt >= rst.get("min", float("inf"))
-        verdict = "yes" if ok else "tie" if tie else "NO"
+        same = same_kernel(al, (tor.get(k) or {}).get("kernels"))
+        verdict = "yes" if ok else "tie" if tie else "NO (same kernel)" if same else "NO"
         if tie:
             ties.append(f"{row['name']} {row['precision']}")
         elif not ok:
             fails.append(f"gemm {row['name']} {row['precision']}")
+            same_kernel_fails += same
         heat = lambda r, tr, t_: (f"{(r.get('details') or {}).get('search_seconds', 0):.1f}/"  # noqa: E731
                                   f"{(tr.get('eager') or {}).get('preheat_s', 0):.1f}")
         spread = lambda lo, mid, hi: f"{(lo or 0) * 1e6:7.1f}/{(mid or 0) * 1e6:7.1f}/{(hi or 0) * 1e6:7.1f}"  # noqa: E731
@@ -683,7 +696,8 @@ def table(args):
               f"  {torch_kernel_short((tor.get(k) or {}).get('kernels')):<14} {verdict}")
     n_rows = len(gemm_rows())
     print(f"GEMM rows: {n_rows - len(ties) - sum(f.startswith('gemm ') for f in fails)} yes, {len(ties)} tie within "
-          f"the spread ({', '.join(ties) or 'none'}), {sum(f.startswith('gemm ') for f in fails)} NO")
+          f"the spread ({', '.join(ties) or 'none'}), {sum(f.startswith('gemm ') for f in fails)} NO "
+          f"({same_kernel_fails} of them the same kernel on both sides)")
     name, m, n, k_ = INT8_ROW
     row = {"op": "gemm", "phase": "fwd", "precision": "int8", "shape": {"m": m, "n": n, "k": k_, "batch": 1}}
     rec = (raf.get(row_key(row)) or {}).get("record") or {}
