@@ -235,8 +235,7 @@ struct ModeResult {
   bool checked = false;
 };
 
-// One mode's fastest launch shape, each shape checked once: every block's sum is that of the lists
-// of the SM it ran on.
+// What every mode reads: the line buffer, the lists on the device and their host-side sums.
 struct Lists {
   const DeviceBuffer& buf;
   const DeviceBuffer& device_lists;
@@ -245,6 +244,8 @@ struct Lists {
   int k;
 };
 
+// One mode's fastest launch shape, each shape checked once: every block's sum is that of the lists
+// of the SM it ran on.
 ModeResult time_mode(const ProbeOptions& options, const Device& device, const Lists& x, int sms, int mode,
                      int rounds) {
   static const char* names[] = {"read_near_partition", "read_far_partition", "read_both_partitions",
