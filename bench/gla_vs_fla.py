@@ -146,6 +146,43 @@ def run_fla(rs, results):
         torch.cuda.empty_cache()
 
 
+def fla_kernels(shapes, phases):
+    """fla's kernels one by one (torch.profiler, after the autotuning calls): name, launches, mean µs per
+    call of chunk_gla (forward) or of its backward, to set beside rafter's kernels under ncu."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    from fla.ops.gla import chunk_gla
+    for b, s in shapes:
+        q, k, v, gk = (x.requires_grad_() for x in inputs(torch, b, s))
+        do = torch.rand(b, s, HEADS, DV, device="cuda", dtype=q.dtype) * 2 - 1
+        for phase in phases:
+            if phase == "fwd":
+                def fn():
+                    with torch.no_grad():
+                        chunk_gla(q, k, v, gk, scale=1.0)
+            else:
+                o = chunk_gla(q, k, v, gk, scale=1.0)[0]
+
+                def fn(o=o):
+                    torch.autograd.grad(o, (q, k, v, gk), do, retain_graph=True)
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            reps = 10
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(reps):
+                    fn()
+                torch.cuda.synchronize()
+            total = 0.0
+            for ev in sorted(prof.key_averages(), key=lambda e: -e.device_time_total):
+                if ev.device_time_total <= 0:
+                    continue
+                total += ev.device_time_total / reps
+                print(f"fla-kernel b={b} s={s} {phase} {ev.key[:70]:<70} x{ev.count // reps:<3} "
+                      f"{ev.device_time_total / reps:9.1f} us", flush=True)
+            print(f"fla-kernel b={b} s={s} {phase} TOTAL {total:9.1f} us per call", flush=True)
+
+
 def table(rs, results):
     dev = results.get("_device", {})
     print(f"\nGPU {dev.get('name', '?')}: rafter cuda.gla vs fla (Triton), BF16, medians, cold L2")
@@ -167,7 +204,12 @@ def main():
     ap.add_argument("--rafter", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--fla-kernels", help="'B:S,B:S': fla's kernel times at these shapes, then exit")
+    ap.add_argument("--phases", default="fwd", help="with --fla-kernels: fwd, bwd or both (comma-separated)")
     args = ap.parse_args()
+    if args.fla_kernels:
+        fla_kernels([tuple(int(x) for x in p.split(":")) for p in args.fla_kernels.split(",")], args.phases.split(","))
+        return
     rs = rows()
     results = g.load_json(args.out) if args.table_only else {}
     if not args.table_only:

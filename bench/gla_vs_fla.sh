@@ -9,19 +9,22 @@
 #   bash bench/gla_vs_fla.sh [build-dir]
 # fla's first calls compile and autotune its Triton kernels (over a minute): give the bench stage
 # several minutes, e.g. a second call with STAGES=bench on a built tree.
-# STAGES (default all) picks a subset of "build test bench kcheck" (test: the GlaCuda tests and the
-# kernels' times; kcheck: the whole GpuKernelsCuda check, last); DEADLINE_S (default 285) is the
-# whole call's budget: the bench gets what the build and the tests left (its JSON is written row by
-# row), kcheck what the bench left.
+# STAGES (default "build test bench kcheck") picks a subset of "build test bench kernels kcheck"
+# (test: the GlaCuda tests and the kernels' times; kernels: rafter's forward kernels one by one
+# under ncu at KERNEL_SHAPES, fla's under torch.profiler; kcheck: the whole GpuKernelsCuda check,
+# last); DEADLINE_S (default 285) is the whole call's budget: the bench gets what the build and the
+# tests left (its JSON is written row by row), kcheck what the bench left.
+# Everything lands in $OUT/gla-<stages>.tgz.
 set -uo pipefail
 build=${1:-build-dev}
-out=${OUT:-/tmp/gla}
+out=/tmp/gla
 stages=${STAGES:-build test bench kcheck}
 deadline=${DEADLINE_S:-285}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 # shellcheck disable=SC1091
 source bench/device_prelude.sh
+archive_on_exit gla
 rafter="$build/apps/rafter/rafter"
 tests="$build/tests/test_workloads"
 left() { echo $(( deadline - ($(date +%s) - bench_t0) )); }
@@ -35,11 +38,44 @@ if has test; then
   grep -E "^gla check|^gla time|Failure|FAILED|PASSED|OK \]|error:" "$out/test.log" | tail -40
   stamp "tests"
 fi
+if { has bench || has kernels; } && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+if has kernels; then
+  shapes=${KERNEL_SHAPES:-1:2048 8:2048 1:16384}
+  for bs in $shapes; do
+    b=${bs%%:*} s=${bs##*:}
+    timeout 120 ncu --clock-control none --kernel-name regex:'gla_' --launch-count "${KERNEL_LAUNCHES:-24}" \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --page details --csv \
+      "$rafter" profile --device cuda:0 --op gla_chunked --dtype bf16 --phase "${KERNEL_PHASE:-fwd}" \
+      --shape "batch=$b,seq=$s,heads=4,head_dim_k=256,head_dim_v=512,chunk=64" -o "$out/ncu-run-$b-$s.json" \
+      >"$out/ncu-gla-$b-$s.csv" 2>"$out/ncu-gla-$b-$s.err"
+    echo "ncu gla_chunked b=$b s=$s: exit $?"
+    # Per launch: kernel, grid, duration (us), SM and memory throughput (%), achieved occupancy.
+    python3 - "$out/ncu-gla-$b-$s.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')))
+head, rows = rows[0], rows[1:]
+ix = {k: head.index(k) for k in ("ID", "Kernel Name", "Grid Size", "Metric Name", "Metric Unit", "Metric Value")}
+want = {"Duration": "time", "Warp Cycles Per Issued Instruction": "cyc/issue", "Compute (SM) Throughput": "sm%", "Memory Throughput": "mem%",
+        "Achieved Occupancy": "occ%", "Registers Per Thread": "regs"}
+per = {}
+for r in rows:
+    if r[ix["Metric Name"]] in want:
+        per.setdefault((int(r[ix["ID"]]), r[ix["Kernel Name"]].split("(")[0], r[ix["Grid Size"]]), {})[
+            want[r[ix["Metric Name"]]]] = r[ix["Metric Value"]] + r[ix["Metric Unit"]].replace("usecond", "us")
+for (i, k, grid), m in sorted(per.items()):
+    print(f"  {i:3d} {k[:34]:<34} grid {grid:<14}", "  ".join(f"{n} {v}" for n, v in m.items()))
+PY
+  done
+  timeout "${FLA_KERNELS_S:-200}" python3 bench/gla_vs_fla.py --rafter "$rafter" --out "$out/unused.json" \
+    --fla-kernels "${shapes// /,}" --phases "${KERNEL_PHASE:-fwd}" >"$out/fla-kernels.log" 2>&1
+  echo "fla kernels: exit $?"
+  grep -E "^fla-kernel" "$out/fla-kernels.log" | tail -60
+  stamp "kernels"
+fi
 if has bench; then
-  if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-      .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-  fi
   timeout "$(( $(left) - ${KCHECK_S:-45} ))" python3 bench/gla_vs_fla.py --rafter "$rafter" --out "$out/gla.json" >"$out/bench.log" 2>&1
   rc=$?
   echo "bench: exit $rc"

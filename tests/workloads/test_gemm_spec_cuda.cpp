@@ -2,6 +2,8 @@
 // pass, element types per precision, cuBLASLt's shape rules, and the algorithm record's JSON.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #if RAFTER_HAVE_CUDA
 #include "../../workloads/cuda/gemm_spec.hpp"
 #include "rafter/collector/error.hpp"
@@ -118,6 +120,28 @@ TEST(GemmSpecCuda, AlgorithmRecordRoundTrip) {
   EXPECT_EQ(back.candidate_rank, 3);
   EXPECT_DOUBLE_EQ(back.candidate_seconds, 1.25e-3);
   EXPECT_EQ(back.choice, "best");
+  EXPECT_TRUE(back.contest_fastest.empty());
+  r.contest_fastest = {1.30e-3, 1.31e-3}, r.contest_heuristic = {1.35e-3, 1.36e-3};
+  back = gemm_algo_from_json(to_json(r));
+  EXPECT_EQ(back.contest_fastest, r.contest_fastest);
+  EXPECT_EQ(back.contest_heuristic, r.contest_heuristic);
+  nlohmann::json older = to_json(r);  // records written before the contest existed still read
+  older.erase("contest_fastest_seconds"), older.erase("contest_heuristic_seconds");
+  EXPECT_TRUE(gemm_algo_from_json(older).contest_heuristic.empty());
+}
+
+TEST(GemmSpecCuda, TheSearchsFastestStaysOnlyWhenItBeatsTheHeuristicsFirstByTheMargin) {
+  // The H100's lm_head row: the 176x128 candidate fast in one timing, slower in the record's.
+  EXPECT_FALSE(fastest_wins_contest({1.433e-3, 1.420e-3}, {1.356e-3, 1.357e-3}));
+  EXPECT_TRUE(fastest_wins_contest({1.300e-3, 1.305e-3}, {1.356e-3, 1.357e-3}));
+  // Within the margin (1 %) the heuristic's first, what PyTorch runs, is kept: a tie at worst.
+  EXPECT_FALSE(fastest_wins_contest({0.995e-3, 0.996e-3}, {1.0e-3, 1.0e-3}));
+  EXPECT_TRUE(fastest_wins_contest({0.985e-3, 0.986e-3}, {1.0e-3, 1.0e-3}));
+  // The sums decide, so one lucky round does not.
+  EXPECT_FALSE(fastest_wins_contest({0.90e-3, 1.20e-3}, {1.0e-3, 1.0e-3}));
+  EXPECT_TRUE(fastest_wins_contest({0.99e-3, 0.99e-3}, {1.0e-3, 1.0e-3}, 0.005));
+  EXPECT_THROW(fastest_wins_contest({}, {}), std::invalid_argument);
+  EXPECT_THROW(fastest_wins_contest({1e-3}, {1e-3, 1e-3}), std::invalid_argument);
 }
 
 TEST(GemmSpecCuda, MalformedAlgorithmRecordsNameTheField) {

@@ -41,10 +41,13 @@ class LtGemm {
   // Asks the heuristic for up to `max_candidates`; with `time_all`, adds variants of its first
   // results (other cluster shapes; split-K for small M), times each (cold L2, a few launches),
   // then re-times the three fastest and the heuristic's first with `refine` (seconds of
-  // launch() with the algorithm set) and keeps the fastest; without `time_all` keeps the first.
-  // Throws InputError when cuBLASLt offers none.
+  // launch() with the algorithm set) and keeps the fastest; with `contest` (the same, under the
+  // record's conditions), a fastest other than the heuristic's first meets it in ABBA rounds
+  // (fastest_wins_contest). Without `time_all` keeps the first. Throws InputError when cuBLASLt
+  // offers none.
   using RefineFn = std::function<double()>;
-  GemmAlgoRecord choose(bool time_all, int max_candidates = kGemmCandidates, const RefineFn& refine = {});
+  GemmAlgoRecord choose(bool time_all, int max_candidates = kGemmCandidates, const RefineFn& refine = {},
+                        const RefineFn& contest = {});
   void launch(cudaStream_t stream) const;
   // The output scale, cuBLASLt's alpha (1 unless set): the FP4 paths' product of the tensor scales.
   void set_alpha(double alpha);

@@ -2,6 +2,7 @@
 #include "gemm_spec.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 #include "rafter/collector/error.hpp"
@@ -110,7 +111,18 @@ nlohmann::json to_json(const GemmAlgoRecord& r) {
           {"candidate_rank", r.candidate_rank},
           {"candidates", r.candidates},
           {"candidate_seconds", r.candidate_seconds},
-          {"choice", r.choice}};
+          {"choice", r.choice},
+          {"contest_fastest_seconds", r.contest_fastest},
+          {"contest_heuristic_seconds", r.contest_heuristic}};
+}
+
+bool fastest_wins_contest(const std::vector<double>& fastest, const std::vector<double>& heuristic,
+                          double margin) {
+  if (fastest.empty() || fastest.size() != heuristic.size())
+    throw std::invalid_argument("GEMM contest: both sides need the same number of rounds, at least one");
+  double f = 0, h = 0;
+  for (std::size_t i = 0; i < fastest.size(); ++i) f += fastest[i], h += heuristic[i];
+  return f < h * (1.0 - margin);
 }
 
 namespace {
@@ -144,6 +156,10 @@ GemmAlgoRecord gemm_algo_from_json(const nlohmann::json& j) {
   r.candidates = field<int>(j, "candidates");
   r.candidate_seconds = field<double>(j, "candidate_seconds");
   r.choice = field<std::string>(j, "choice");
+  if (j.contains("contest_fastest_seconds")) {  // absent in records written before the contest
+    r.contest_fastest = field<std::vector<double>>(j, "contest_fastest_seconds");
+    r.contest_heuristic = field<std::vector<double>>(j, "contest_heuristic_seconds");
+  }
   if (r.algo_id < 0) throw FormatError("algorithm record: field 'algo_id' must be >= 0");
   if (r.split_k < 1) throw FormatError("algorithm record: field 'split_k' must be >= 1");
   if (r.candidate_rank < 0 || (r.candidates > 0 && r.candidate_rank >= r.candidates))

@@ -73,7 +73,20 @@ struct GemmAlgoRecord {
   int candidates = 0;      // how many the heuristic offered
   double candidate_seconds = 0;  // its time in the search (median of a few launches)
   std::string choice;      // "best" (timed all) or "heuristic" (kept the first)
+  // The contest between the search's fastest and the heuristic's first (choose_by_contest), the
+  // medians of its rounds in seconds; empty when there was none (the fastest was the first).
+  std::vector<double> contest_fastest, contest_heuristic;
 };
+
+// A candidate that won the search by a hair can lose once the GPU is at its power cap: the search
+// times each finalist once, and the fastest of a few noisy timings is flattered (the winner's
+// curse). So the search's fastest meets the heuristic's first (what cuBLAS, and so PyTorch,
+// runs) again, in rounds ordered ABBA under the record's conditions, and stays only when the sum
+// of its medians is lower by more than `margin` (a fraction): otherwise the heuristic's first is
+// kept. Throws std::invalid_argument when the rounds differ in number or are empty.
+constexpr double kContestMargin = 0.01;
+bool fastest_wins_contest(const std::vector<double>& fastest, const std::vector<double>& heuristic,
+                          double margin = kContestMargin);
 
 nlohmann::json to_json(const GemmAlgoRecord& r);
 // Throws FormatError naming the field when a record is malformed.
