@@ -179,14 +179,44 @@ struct Dims {
 };
 
 // Rows [0, rows) × columns [0, w) of a tile whose row r starts at row_ptr(r) (16-byte aligned) into
-// dst [rows][kLd] with 16-byte cp.async; columns [w, kTile) are zero-filled. w a multiple of 16.
+// dst [rows][ld] with 16-byte cp.async; columns [w, kTile) are zero-filled. w a multiple of 16.
 template <class T, class RowPtr>
-__device__ __forceinline__ void async_tile(T* dst, RowPtr row_ptr, int rows, int w) {
+__device__ __forceinline__ void async_tile(T* dst, RowPtr row_ptr, int rows, int w, int ld = kLd) {
   constexpr int kVec = 16 / int(sizeof(T)), kPerRow = kTile / kVec;
   for (int idx = threadIdx.x; idx < rows * kPerRow; idx += blockDim.x) {
     const int r = idx / kPerRow, c = (idx % kPerRow) * kVec;
     const T* src = row_ptr(r) + (c < w ? c : 0);
-    dev::cp_async16(dst + r * kLd + c, src, c < w ? 16 : 0);  // 0: nothing read, 16 zero bytes written
+    dev::cp_async16(dst + r * ld + c, src, c < w ? 16 : 0);  // 0: nothing read, 16 zero bytes written
+  }
+}
+
+// FP32 tiles' row stride: rows 2 apart land 8 banks apart, so the m16n8k16 fragment reads of a
+// warp (rows g + 2q…) touch 32 distinct banks.
+constexpr int kLdF = kTile + 4;
+
+// c += A·B on tensor cores from fragments (16-bit storage types only).
+template <class T>
+__device__ __forceinline__ void mma_frag(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    dev::mma_bf16(c, a[0], a[1], a[2], a[3], b0, b1);
+  else
+    dev::mma_f16(c, a[0], a[1], a[2], a[3], b0, b1);
+}
+
+// acc (a warp's 16 rows × 64 columns) += A(16 × 16 at k-step kk) · B[kk..kk+16)[0..64), with B a
+// row-major [k][n] tile of stride kLd in shared memory, read by ldmatrix.trans: lanes 8m … 8m+7
+// give rows kk + 8(m%2) … of columns 16p + 8(m/2), so registers 0-1 are n-tile 2p's fragment and
+// 2-3 n-tile 2p+1's.
+template <class T>
+__device__ __forceinline__ void mma_x64_ldmatrix(float (&acc)[8][4], const unsigned (&a)[4], const T* b, int kk) {
+  const int lane = threadIdx.x & 31, m = lane >> 3, r = lane & 7;
+  const T* row = b + (kk + (m & 1) * 8 + r) * kLd + (m >> 1) * 8;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    unsigned f[4];
+    dev::ldmatrix_x4_trans(f, row + 16 * p);
+    mma_frag<T>(acc[2 * p], a, f[0], f[1]);
+    mma_frag<T>(acc[2 * p + 1], a, f[2], f[3]);
   }
 }
 

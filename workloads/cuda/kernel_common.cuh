@@ -85,6 +85,22 @@ __device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1,
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// Four 8×8 matrices of 16-bit elements from shared memory (sm_75+): lanes 8m … 8m+7 give the
+// 16-byte-aligned addresses of matrix m's rows; register m receives matrix m in the mma.sync
+// fragment layout (lane l: row l/4, columns 2(l%4), +1), or with .trans its transpose (rows
+// 2(l%4), +1 of column l/4): the B operand of m16n8k16 from a row-major [k][n] tile.
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+
 // 16 bytes global → shared through L2 only (cp.async.cg, sm_80+). `bytes` 16 copies; 0 reads
 // nothing and writes 16 zero bytes (src must still be a valid address). Groups: cp_async_commit
 // closes one; cp_async_wait<N> waits until at most N are still pending.

@@ -173,17 +173,6 @@ __global__ void decode_merge(const float* __restrict__ part_o, const float2* __r
 // in shared memory into the same per-split partial as above.
 constexpr int kTcWarps = 4, kTcStages = 3, kTile = 16, kTcGroup = 8;
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(p)));
-}
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const unsigned*>(&v);
@@ -263,10 +252,10 @@ __global__ void __launch_bounds__(kTcWarps * 32)
 #pragma unroll
     for (int kp = 0; kp < D / 32; ++kp) {
       unsigned kf[4];
-      ldmatrix_x4(kf, ks_ + swz<D>(lane % 8, 4 * kp + lane / 8));
+      dev::ldmatrix_x4(kf, ks_ + swz<D>(lane % 8, 4 * kp + lane / 8));
       dev::mma_bf16(s0, qa[2 * kp][0], 0u, qa[2 * kp][1], 0u, kf[0], kf[1]);
       dev::mma_bf16(s0, qa[2 * kp + 1][0], 0u, qa[2 * kp + 1][1], 0u, kf[2], kf[3]);
-      ldmatrix_x4(kf, ks_ + swz<D>(8 + lane % 8, 4 * kp + lane / 8));
+      dev::ldmatrix_x4(kf, ks_ + swz<D>(8 + lane % 8, 4 * kp + lane / 8));
       dev::mma_bf16(s1, qa[2 * kp][0], 0u, qa[2 * kp][1], 0u, kf[0], kf[1]);
       dev::mma_bf16(s1, qa[2 * kp + 1][0], 0u, qa[2 * kp + 1][1], 0u, kf[2], kf[3]);
     }
@@ -296,7 +285,7 @@ __global__ void __launch_bounds__(kTcWarps * 32)
 #pragma unroll
     for (int jd = 0; jd < D / 16; ++jd) {
       unsigned vf[4];
-      ldmatrix_x4_trans(vf, vs_ + swz<D>((lane / 8 % 2) * 8 + lane % 8, 2 * jd + lane / 16));
+      dev::ldmatrix_x4_trans(vf, vs_ + swz<D>((lane / 8 % 2) * 8 + lane % 8, 2 * jd + lane / 16));
       dev::mma_bf16(acc[2 * jd], pa0, 0u, pa2, 0u, vf[0], vf[1]);
       dev::mma_bf16(acc[2 * jd + 1], pa0, 0u, pa2, 0u, vf[2], vf[3]);
     }

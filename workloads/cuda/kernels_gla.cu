@@ -254,12 +254,172 @@ __global__ void __launch_bounds__(kThreads)
   store_rows_x64<T>(acc, [&](int r) { return o + d.row(bh, t0 + r) * d.dv + j0; }, C, wv);
 }
 
+// ---- 16-bit storage: the gates' terms once, then states and outputs from ldmatrix + mma.sync ----
+// gla_prepare, grid (chunks, batch·heads), a thread per dk column: the chunk's cumulative gates b_t
+// in FP32 registers, then q̃_t = q_t ∘ e^{b_t} and k̃_t = k_t ∘ e^{b_C − b_t} (storage type, the
+// rounding the products' operands get anyway) into [batch·heads, seq, dk], and the chunk's decay
+// e^{b_C} (FP32) into [batch·heads, chunks, dk]. The states and output kernels then read operands
+// ready for the tensor cores: no scan, no exp, no barrier between them in their loops.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    gla_prepare(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ g, T* __restrict__ qe,
+                T* __restrict__ ke, float* __restrict__ decay, Dims d) {
+  const int n = blockIdx.x, bh = blockIdx.y, C = d.chunk, t0 = n * C;
+  const std::size_t out0 = (std::size_t(bh) * d.seq + t0) * d.dk;
+  for (int i = threadIdx.x; i < d.dk; i += blockDim.x) {
+    float b[64];  // C <= 64
+    float run = 0.f;
+#pragma unroll
+    for (int t = 0; t < 64; ++t)
+      if (t < C) b[t] = run += to_f(g[d.row(bh, t0 + t) * d.dk + i]);
+#pragma unroll
+    for (int t = 0; t < 64; ++t)
+      if (t < C) {
+        const std::size_t in = d.row(bh, t0 + t) * d.dk + i, out = out0 + std::size_t(t) * d.dk + i;
+        qe[out] = from_f<T>(to_f(q[in]) * gate_exp<T>(b[t]));
+        ke[out] = from_f<T>(to_f(k[in]) * gate_exp<T>(run - b[t]));
+      }
+    decay[(std::size_t(bh) * d.chunks + n) * d.dk + i] = gate_exp<T>(run);
+  }
+}
+
+// gla_states_tc, grid (dv tiles, dk tiles, batch·heads), sequential over chunks: h_{n+1} =
+// diag(decay_n)·h_n + k̃_nᵀ·v_n. Warp w owns state rows [16w, 16w+16): k̃ᵀ's fragments by
+// ldmatrix.trans from the [t][i] tile, v's likewise; chunk n+1's tiles in flight meanwhile.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    gla_states_tc(const T* __restrict__ ke, const T* __restrict__ v, const float* __restrict__ decay,
+                  T* __restrict__ h, Dims d) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int C = d.chunk, bh = blockIdx.z, j0 = blockIdx.x * kTile, i0 = blockIdx.y * kTile, te = C * kLd;
+  const int wv = min(kTile, d.dv - j0), wk = min(kTile, d.dk - i0);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, m = lane >> 3, r = lane & 7;
+  T* buf = reinterpret_cast<T*>(smem);                  // [2][k̃, v][C][kLd]
+  float* dec = reinterpret_cast<float*>(buf + 4 * te);  // [2][kTile]
+  const auto stage = [&](int n) {
+    T* base = buf + (n & 1) * 2 * te;
+    const std::size_t row0 = std::size_t(bh) * d.seq + std::size_t(n) * C;
+    async_tile(
+        base, [&](int rr) { return ke + (row0 + rr) * d.dk + i0; }, C, wk);
+    async_tile(
+        base + te, [&](int rr) { return v + d.row(bh, n * C + rr) * d.dv + j0; }, C, wv);
+    if (threadIdx.x < kTile / 4) {
+      const int c = 4 * threadIdx.x;
+      dev::cp_async16(dec + (n & 1) * kTile + c, decay + (std::size_t(bh) * d.chunks + n) * d.dk + i0 + (c < wk ? c : 0),
+                      c < wk ? 16 : 0);
+    }
+  };
+  float acc[8][4] = {};
+  const int r0 = warp * 16 + (lane >> 2);  // this lane's state rows r0, r0 + 8 (tile-local)
+  if (d.chunks > 1) stage(0);
+  dev::cp_async_commit();
+  for (int n = 0; n < d.chunks; ++n) {
+    T* hn = h + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
+    store_rows_x64<T>(acc, [&](int rr) { return hn + std::size_t(rr) * d.dv; }, wk, wv);
+    if (n + 1 == d.chunks) break;
+    if (n + 2 < d.chunks) stage(n + 1);  // the last chunk's inputs update no stored state
+    dev::cp_async_commit();
+    dev::cp_async_wait<1>();
+    __syncthreads();
+    const T* ks = buf + (n & 1) * 2 * te;
+    const float* dn = dec + (n & 1) * kTile;
+    scale_rows(acc, dn[r0], dn[r0 + 8]);
+    for (int kk = 0; kk < C; kk += 16) {
+      unsigned a[4];  // A(i, t) = k̃[t][i]: matrices (t, i) = (0, 0), (0, 8), (8, 0), (8, 8), transposed
+      dev::ldmatrix_x4_trans(a, ks + (kk + (m >> 1) * 8 + r) * kLd + warp * 16 + (m & 1) * 8);
+      mma_x64_ldmatrix<T>(acc, a, ks + te, kk);
+    }
+    __syncthreads();  // this chunk's buffers are free for chunk n + 2
+  }
+}
+
+// gla_output_tc, grid (dv tiles, chunks, batch·heads): o_t = q̃_t·h_n + Σ_τ A_tτ v_τ. Warp w owns
+// chunk rows [16w, 16w+16) (idle past C); the dk slices of q̃ and h double-buffered.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    gla_output_tc(const T* __restrict__ qe, const T* __restrict__ v, const T* __restrict__ h,
+                  const float* __restrict__ A, T* __restrict__ o, Dims d) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int C = d.chunk, j0 = blockIdx.x * kTile, n = blockIdx.y, bh = blockIdx.z, te = C * kLd, he = kTile * kLd;
+  const int wv = min(kTile, d.dv - j0);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, qq = lane & 3, m = lane >> 3,
+            r = lane & 7;
+  float* As = reinterpret_cast<float*>(smem);   // [C][kLdF]: the chunk's scores
+  T* vs = reinterpret_cast<T*>(As + C * kLdF);  // [C][kLd]
+  T* buf = vs + te;                             // [2][q̃ C×kLd, h slice kTile×kLd]
+  const std::size_t row0 = std::size_t(bh) * d.seq + std::size_t(n) * C;
+  const T* hn = h + (std::size_t(bh) * d.chunks + n) * d.dk * d.dv + j0;
+  const float* An = A + (std::size_t(bh) * d.chunks + n) * C * C;
+  const auto stage = [&](int s) {
+    const int i0 = s * kTile, wk = min(kTile, d.dk - i0);
+    T* base = buf + (s & 1) * (te + he);
+    async_tile(
+        base, [&](int rr) { return qe + (row0 + rr) * d.dk + i0; }, C, wk);
+    async_tile(
+        base + te, [&](int rr) { return hn + std::size_t(i0 + rr) * d.dv; }, wk, wv);
+  };
+  async_tile(
+      As, [&](int rr) { return An + rr * C; }, C, C, kLdF);
+  async_tile(
+      vs, [&](int rr) { return v + d.row(bh, n * C + rr) * d.dv + j0; }, C, wv);
+  stage(0);
+  dev::cp_async_commit();
+  const bool active = warp * 16 < C;
+  const int slices = (d.dk + kTile - 1) / kTile;
+  float acc[8][4] = {};
+  for (int s = 0; s < slices; ++s) {
+    if (s + 1 < slices) stage(s + 1);
+    dev::cp_async_commit();
+    dev::cp_async_wait<1>();
+    __syncthreads();
+    const T* qs = buf + (s & 1) * (te + he);
+    const int wk = min(kTile, d.dk - s * kTile);
+    if (active)
+      for (int kk = 0; kk < wk; kk += 16) {
+        unsigned a[4];  // A(t, i) = q̃[t][i]: matrices (t, i) = (0, 0), (8, 0), (0, 8), (8, 8)
+        dev::ldmatrix_x4(a, qs + (warp * 16 + (m & 1) * 8 + r) * kLd + kk + (m >> 1) * 8);
+        mma_x64_ldmatrix<T>(acc, a, qs + te, kk);
+      }
+    __syncthreads();  // this slice's buffers are free for slice s + 2
+  }
+  if (!active) return;
+  for (int kk = 0; kk < warp * 16 + 16; kk += 16) {  // causal: later scores are zero
+    const float* s0 = As + (warp * 16 + gq) * kLdF + kk + 2 * qq;
+    const float* s1 = s0 + 8 * kLdF;
+    const float2 x0 = *reinterpret_cast<const float2*>(s0), x1 = *reinterpret_cast<const float2*>(s1),
+                 x2 = *reinterpret_cast<const float2*>(s0 + 8), x3 = *reinterpret_cast<const float2*>(s1 + 8);
+    const unsigned a[4] = {pack2(from_f<T>(x0.x), from_f<T>(x0.y)), pack2(from_f<T>(x1.x), from_f<T>(x1.y)),
+                           pack2(from_f<T>(x2.x), from_f<T>(x2.y)), pack2(from_f<T>(x3.x), from_f<T>(x3.y))};
+    mma_x64_ldmatrix<T>(acc, a, vs, kk);
+  }
+  store_rows_x64<T>(acc, [&](int rr) { return o + d.row(bh, n * C + rr) * d.dv + j0; }, C, wv);
+}
+
 int scores_smem_bytes(int C, int elem) {
   const int nsub = C / kSub;
   return C * kLd * (6 * elem + 4 + elem) + 8 * nsub * (nsub - 1) * kLd * elem;
 }
 int states_smem_bytes(int C, int elem) { return C * kLd * (6 * elem + 4) + kTile * kLd * elem; }
 int output_smem_bytes(int C, int elem) { return C * kLd * (8 + 3 * elem) + kTile * kLd * elem; }
+int states_tc_smem_bytes(int C, int elem) { return 4 * C * kLd * elem + 2 * kTile * 4; }
+int output_tc_smem_bytes(int C, int elem) { return C * kLdF * 4 + C * kLd * elem + 2 * (C + kTile) * kLd * elem; }
+
+// The forward's scratch (gla_chunked_scratch_bytes): scores, chunk-entry states, then q̃, k̃ and the
+// decays of gla_prepare (16-bit storage only).
+template <class T>
+struct FwdScratch {
+  float* A;
+  T *h, *qe, *ke;
+  float* decay;
+  FwdScratch(void* scratch, const GlaShape& s) {
+    const std::size_t bh = std::size_t(s.batch * s.heads), chunks = std::size_t(s.seq / s.chunk);
+    A = static_cast<float*>(scratch);
+    h = reinterpret_cast<T*>(A + bh * chunks * std::size_t(s.chunk * s.chunk));
+    qe = h + bh * chunks * std::size_t(s.dk * s.dv);
+    ke = qe + bh * std::size_t(s.seq * s.dk);
+    decay = reinterpret_cast<float*>(ke + bh * std::size_t(s.seq * s.dk));
+  }
+};
 
 // The forward's scores and chunk-entry states into the forward's scratch layout (gla.hpp), for the
 // backward (kernels_gla_bwd.cu).
@@ -269,16 +429,26 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
   const Dims d{int(s.seq), int(s.heads), int(s.dk), int(s.dv), int(s.chunk), int(s.seq / s.chunk)};
   const int C = d.chunk, e = int(sizeof(T));
   const unsigned bh = unsigned(s.batch * s.heads);
-  auto* A = static_cast<float*>(scratch);
-  T* h = reinterpret_cast<T*>(A + std::size_t(bh) * d.chunks * C * C);
-  allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
-  gla_scores<T><<<dim3(unsigned(d.chunks), bh), kThreads, scores_smem_bytes(C, e), stream>>>(q, k, g, A, d);
-  RAFTER_CUDA_LAUNCH_CHECK("gla_scores");
+  const FwdScratch<T> w(scratch, s);
   const unsigned v_tiles = unsigned((s.dv + kTile - 1) / kTile),
                  k_tiles = unsigned((s.dk + kTile - 1) / kTile);
-  allow_smem<gla_states<T>>(states_smem_bytes(64, e));
-  gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, h, d);
-  RAFTER_CUDA_LAUNCH_CHECK("gla_states");
+  if constexpr (sizeof(T) == 2) {
+    gla_prepare<T><<<dim3(unsigned(d.chunks), bh), kThreads, 0, stream>>>(q, k, g, w.qe, w.ke, w.decay, d);
+    RAFTER_CUDA_LAUNCH_CHECK("gla_prepare");
+  }
+  allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
+  gla_scores<T><<<dim3(unsigned(d.chunks), bh), kThreads, scores_smem_bytes(C, e), stream>>>(q, k, g, w.A, d);
+  RAFTER_CUDA_LAUNCH_CHECK("gla_scores");
+  if constexpr (sizeof(T) == 2) {
+    allow_smem<gla_states_tc<T>>(states_tc_smem_bytes(64, e));
+    gla_states_tc<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_tc_smem_bytes(C, e), stream>>>(w.ke, v, w.decay,
+                                                                                                   w.h, d);
+    RAFTER_CUDA_LAUNCH_CHECK("gla_states_tc");
+  } else {
+    allow_smem<gla_states<T>>(states_smem_bytes(64, e));
+    gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, w.h, d);
+    RAFTER_CUDA_LAUNCH_CHECK("gla_states");
+  }
 }
 
 template <class T>
@@ -288,13 +458,17 @@ void chunked_fwd(const T* q, const T* k, const T* v, const T* g, T* o, void* scr
   const Dims d{int(s.seq), int(s.heads), int(s.dk), int(s.dv), int(s.chunk), int(s.seq / s.chunk)};
   const int C = d.chunk, e = int(sizeof(T));
   const unsigned bh = unsigned(s.batch * s.heads);
-  auto* A = static_cast<float*>(scratch);
-  T* h = reinterpret_cast<T*>(A + std::size_t(bh) * d.chunks * C * C);
-  const unsigned v_tiles = unsigned((s.dv + kTile - 1) / kTile);
-  allow_smem<gla_output<T>>(output_smem_bytes(64, e));
-  gla_output<T><<<dim3(v_tiles, unsigned(d.chunks), bh), kThreads, output_smem_bytes(C, e), stream>>>(
-      q, v, g, h, A, o, d);
-  RAFTER_CUDA_LAUNCH_CHECK("gla_output");
+  const FwdScratch<T> w(scratch, s);
+  const dim3 grid(unsigned((s.dv + kTile - 1) / kTile), unsigned(d.chunks), bh);
+  if constexpr (sizeof(T) == 2) {
+    allow_smem<gla_output_tc<T>>(output_tc_smem_bytes(64, e));
+    gla_output_tc<T><<<grid, kThreads, output_tc_smem_bytes(C, e), stream>>>(w.qe, v, w.h, w.A, o, d);
+    RAFTER_CUDA_LAUNCH_CHECK("gla_output_tc");
+  } else {
+    allow_smem<gla_output<T>>(output_smem_bytes(64, e));
+    gla_output<T><<<grid, kThreads, output_smem_bytes(C, e), stream>>>(q, v, g, w.h, w.A, o, d);
+    RAFTER_CUDA_LAUNCH_CHECK("gla_output");
+  }
 }
 
 // ---- decode --------------------------------------------------------------------------------------
@@ -363,8 +537,9 @@ bool gla_chunked_supports(const GlaShape& s) {
 
 std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t) {
   const std::size_t chunks = std::size_t(s.batch * s.heads * (s.seq / s.chunk));
-  const std::size_t state_elem = t == GlaType::F32 ? 4 : 2;
-  return chunks * std::size_t(s.chunk * s.chunk) * 4 + chunks * std::size_t(s.dk * s.dv) * state_elem;
+  const std::size_t elem = t == GlaType::F32 ? 4 : 2;
+  const std::size_t prepared = 2 * std::size_t(s.batch * s.heads * s.seq * s.dk) * elem + chunks * std::size_t(s.dk) * 4;
+  return chunks * std::size_t(s.chunk * s.chunk) * 4 + chunks * std::size_t(s.dk * s.dv) * elem + prepared;
 }
 
 void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,

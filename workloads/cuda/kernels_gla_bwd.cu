@@ -322,7 +322,7 @@ BwdScratch carve(void* scratch, const GlaShape& s, GlaType t) {
   BwdScratch r{};
   r.A = reinterpret_cast<float*>(base);
   r.h = base + bh * chunks * std::size_t(s.chunk * s.chunk) * 4;
-  r.dS = static_cast<unsigned char*>(r.h) + states;
+  r.dS = base + gla_chunked_scratch_bytes(s, t);  // after the forward's scratch
   r.psum = reinterpret_cast<float*>(static_cast<unsigned char*>(r.dS) + states);
   r.ptot = r.psum + bh * std::size_t(s.seq * s.dk);
   return r;
