@@ -255,32 +255,56 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- 16-bit storage: the gates' terms once, then states and outputs from ldmatrix + mma.sync ----
-// gla_prepare, grid (chunks, batch·heads), a thread per dk column: the chunk's cumulative gates b_t
-// in FP32 registers, then q̃_t = q_t ∘ e^{b_t} and k̃_t = k_t ∘ e^{b_C − b_t} (storage type, the
-// rounding the products' operands get anyway) into [batch·heads, seq, dk], and the chunk's decay
-// e^{b_C} (FP32) into [batch·heads, chunks, dk]. The states and output kernels then read operands
-// ready for the tensor cores: no scan, no exp, no barrier between them in their loops.
+// gla_prepare, grid (chunks, batch·heads, 64-column slices of dk), 256 threads: warp w takes the
+// chunk's w-th eighth of tokens, lane l columns 2l, 2l+1 of the slice (a warp reads 128-byte row
+// segments). The chunk's cumulative gates b_t in FP32: each warp's running sums, offset by the
+// earlier eighths' totals met in shared memory. Out: q̃_t = q_t ∘ e^{b_t} and k̃_t = k_t ∘
+// e^{b_C − b_t} (storage type, the rounding the products' operands get anyway) into [batch·heads,
+// seq, dk], and the chunk's decay e^{b_C} (FP32) into [batch·heads, chunks, dk]. The states and
+// output kernels then read operands ready for the tensor cores: no scan, no exp, no extra barrier.
+constexpr int kPrepareGroups = 8;
 template <class T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(32 * kPrepareGroups)
     gla_prepare(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ g, T* __restrict__ qe,
                 T* __restrict__ ke, float* __restrict__ decay, Dims d) {
-  const int n = blockIdx.x, bh = blockIdx.y, C = d.chunk, t0 = n * C;
-  const std::size_t out0 = (std::size_t(bh) * d.seq + t0) * d.dk;
-  for (int i = threadIdx.x; i < d.dk; i += blockDim.x) {
-    float b[64];  // C <= 64
-    float run = 0.f;
+  __shared__ float2 totals[kPrepareGroups][32];
+  const int n = blockIdx.x, bh = blockIdx.y, per = d.chunk / kPrepareGroups;  // C a multiple of 16
+  const int lane = threadIdx.x & 31, grp = threadIdx.x >> 5, i = blockIdx.z * kTile + 2 * lane;
+  const bool live = i < d.dk;
+  const int t0 = n * d.chunk + grp * per;
+  constexpr int kMaxPer = 64 / kPrepareGroups;
+  float2 b[kMaxPer];
+  float2 run = make_float2(0.f, 0.f);
 #pragma unroll
-    for (int t = 0; t < 64; ++t)
-      if (t < C) b[t] = run += to_f(g[d.row(bh, t0 + t) * d.dk + i]);
+  for (int j = 0; j < kMaxPer; ++j)
+    if (j < per) {
+      const float2 x = live ? load2(g + d.row(bh, t0 + j) * d.dk + i) : make_float2(0.f, 0.f);
+      run.x += x.x, run.y += x.y;
+      b[j] = run;
+    }
+  totals[grp][lane] = run;
+  __syncthreads();
+  float2 base = make_float2(0.f, 0.f), last = make_float2(0.f, 0.f);
 #pragma unroll
-    for (int t = 0; t < 64; ++t)
-      if (t < C) {
-        const std::size_t in = d.row(bh, t0 + t) * d.dk + i, out = out0 + std::size_t(t) * d.dk + i;
-        qe[out] = from_f<T>(to_f(q[in]) * gate_exp<T>(b[t]));
-        ke[out] = from_f<T>(to_f(k[in]) * gate_exp<T>(run - b[t]));
-      }
-    decay[(std::size_t(bh) * d.chunks + n) * d.dk + i] = gate_exp<T>(run);
+  for (int u = 0; u < kPrepareGroups; ++u) {
+    const float2 p = totals[u][lane];
+    if (u < grp) base.x += p.x, base.y += p.y;
+    last.x += p.x, last.y += p.y;
   }
+  if (!live) return;
+  const std::size_t out0 = (std::size_t(bh) * d.seq + t0) * d.dk + i;
+#pragma unroll
+  for (int j = 0; j < kMaxPer; ++j)
+    if (j < per) {
+      const std::size_t in = d.row(bh, t0 + j) * d.dk + i, out = out0 + std::size_t(j) * d.dk;
+      const float bx = b[j].x + base.x, by = b[j].y + base.y;
+      const float2 qv = load2(q + in), kv = load2(k + in);
+      store2(qe + out, qv.x * gate_exp<T>(bx), qv.y * gate_exp<T>(by));
+      store2(ke + out, kv.x * gate_exp<T>(last.x - bx), kv.y * gate_exp<T>(last.y - by));
+    }
+  if (grp == 0)
+    *reinterpret_cast<float2*>(decay + (std::size_t(bh) * d.chunks + n) * d.dk + i) =
+        make_float2(gate_exp<T>(last.x), gate_exp<T>(last.y));
 }
 
 // gla_states_tc, grid (dv tiles, dk tiles, batch·heads), sequential over chunks: h_{n+1} =
@@ -433,12 +457,19 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
   const unsigned v_tiles = unsigned((s.dv + kTile - 1) / kTile),
                  k_tiles = unsigned((s.dk + kTile - 1) / kTile);
   if constexpr (sizeof(T) == 2) {
-    gla_prepare<T><<<dim3(unsigned(d.chunks), bh), kThreads, 0, stream>>>(q, k, g, w.qe, w.ke, w.decay, d);
+    gla_prepare<T><<<dim3(unsigned(d.chunks), bh, k_tiles), 32 * kPrepareGroups, 0, stream>>>(q, k, g, w.qe, w.ke,
+                                                                                              w.decay, d);
     RAFTER_CUDA_LAUNCH_CHECK("gla_prepare");
   }
+  // The scores need nothing from the states walk, which fills one wave or less at batch 1: they
+  // run beside it on a side stream.
+  const SideStream& side = side_stream(SideStreamUse::ForwardScores);
   allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
-  gla_scores<T><<<dim3(unsigned(d.chunks), bh), kThreads, scores_smem_bytes(C, e), stream>>>(q, k, g, w.A, d);
+  RAFTER_CUDA_CHECK(cudaEventRecord(side.fork, stream));
+  RAFTER_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
+  gla_scores<T><<<dim3(unsigned(d.chunks), bh), kThreads, scores_smem_bytes(C, e), side.stream>>>(q, k, g, w.A, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_scores");
+  RAFTER_CUDA_CHECK(cudaEventRecord(side.join, side.stream));
   if constexpr (sizeof(T) == 2) {
     allow_smem<gla_states_tc<T>>(states_tc_smem_bytes(64, e));
     gla_states_tc<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_tc_smem_bytes(C, e), stream>>>(w.ke, v, w.decay,
@@ -449,6 +480,7 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
     gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, w.h, d);
     RAFTER_CUDA_LAUNCH_CHECK("gla_states");
   }
+  RAFTER_CUDA_CHECK(cudaStreamWaitEvent(stream, side.join, 0));
 }
 
 template <class T>

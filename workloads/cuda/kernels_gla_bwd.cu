@@ -328,25 +328,6 @@ BwdScratch carve(void* scratch, const GlaShape& s, GlaType t) {
   return r;
 }
 
-// A second stream for the state gradients, which need nothing from the forward's launches: the two
-// sequential walks over the chunks (a block per 64×64 state tile, under one wave at batch 1) run
-// side by side. Created on the first call, which is never a captured one; fork and join are
-// events, so that a graph capture of the stream takes the side stream in.
-struct SideStream {
-  cudaStream_t stream;
-  cudaEvent_t fork, join;
-};
-const SideStream& side_stream() {
-  static const SideStream side = [] {
-    SideStream s{};
-    RAFTER_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-    RAFTER_CUDA_CHECK(cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming));
-    RAFTER_CUDA_CHECK(cudaEventCreateWithFlags(&s.join, cudaEventDisableTiming));
-    return s;
-  }();
-  return side;
-}
-
 template <class T>
 void chunked_bwd(GlaType type, const T* q, const T* k, const T* v, const T* g, const T* dO, T* dq, T* dk, T* dv,
                  T* dg, void* scratch, const GlaShape& s, cudaStream_t stream) {
@@ -358,7 +339,9 @@ void chunked_bwd(GlaType type, const T* q, const T* k, const T* v, const T* g, c
                  k_tiles = unsigned((s.dk + kTile - 1) / kTile);
   const T* h = static_cast<const T*>(w.h);
   T* dS = static_cast<T*>(w.dS);
-  const SideStream& side = side_stream();
+  // The state gradients need nothing from the forward's launches: the two sequential walks over
+  // the chunks (a block per 64×64 state tile, under one wave at batch 1) run side by side.
+  const SideStream& side = side_stream(SideStreamUse::BackwardStates);
   allow_smem<gla_bwd_dstates<T>>(dstates_smem_bytes(64, e));
   RAFTER_CUDA_CHECK(cudaEventRecord(side.fork, stream));
   RAFTER_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
