@@ -124,14 +124,11 @@ __device__ __forceinline__ void mma_rows_x64(float (&acc)[8][4], const T* a_rows
     for (int nt = 0; nt < 8; ++nt) mma16(acc[nt], a_rows + kk, kLd, 1, b + kk * kLd + nt * 8, kLd, 1);
 }
 
-// Stores a warp's fragment (rows [warp_row, warp_row + 16) of 64 columns; warp_row 16w unless
-// given): fragment row r goes to row_ptr(r) (r counted from the tile's first row); rows from
-// `rows` on and columns from `w` on are skipped.
+// Stores a warp's fragment (rows [16w, 16w + 16) of 64 columns): fragment row r goes to row_ptr(r)
+// (r counted from the tile's first row); rows from `rows` on and columns from `w` on are skipped.
 template <class T, class RowPtr>
-__device__ __forceinline__ void store_rows_x64(const float (&acc)[8][4], RowPtr row_ptr, int rows, int w,
-                                               int warp_row = -1) {
-  if (warp_row < 0) warp_row = (threadIdx.x >> 5) * 16;
-  const int lane = threadIdx.x & 31, first = warp_row + (lane >> 2), qq = lane & 3;
+__device__ __forceinline__ void store_rows_x64(const float (&acc)[8][4], RowPtr row_ptr, int rows, int w) {
+  const int lane = threadIdx.x & 31, first = (threadIdx.x >> 5) * 16 + (lane >> 2), qq = lane & 3;
   T* const top = first < rows ? row_ptr(first) : nullptr;  // each row's address once, not per column
   T* const bottom = first + 8 < rows ? row_ptr(first + 8) : nullptr;
 #pragma unroll
@@ -207,14 +204,13 @@ __device__ __forceinline__ void mma_frag(float (&c)[4], const unsigned (&a)[4], 
 }
 
 // acc (a warp's 16 rows × 64 columns) += A(16 × 16 at k-step kk) · B[kk..kk+16)[0..64), with B a
-// row-major [k][n] tile of stride ld in shared memory, read by ldmatrix.trans: lanes 8m … 8m+7
+// row-major [k][n] tile of stride kLd in shared memory, read by ldmatrix.trans: lanes 8m … 8m+7
 // give rows kk + 8(m%2) … of columns 16p + 8(m/2), so registers 0-1 are n-tile 2p's fragment and
 // 2-3 n-tile 2p+1's.
 template <class T>
-__device__ __forceinline__ void mma_x64_ldmatrix(float (&acc)[8][4], const unsigned (&a)[4], const T* b, int kk,
-                                                 int ld = kLd) {
+__device__ __forceinline__ void mma_x64_ldmatrix(float (&acc)[8][4], const unsigned (&a)[4], const T* b, int kk) {
   const int lane = threadIdx.x & 31, m = lane >> 3, r = lane & 7;
-  const T* row = b + (kk + (m & 1) * 8 + r) * ld + (m >> 1) * 8;
+  const T* row = b + (kk + (m & 1) * 8 + r) * kLd + (m >> 1) * 8;
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     unsigned f[4];

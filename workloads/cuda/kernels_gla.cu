@@ -308,37 +308,28 @@ __global__ void __launch_bounds__(32 * kPrepareGroups)
         make_float2(gate_exp<T>(last.x), gate_exp<T>(last.y));
 }
 
-// gla_states_tc, grid (128-wide dv tiles, 64-high dk tiles, batch·heads), 8 warps, sequential over
-// chunks: h_{n+1} = diag(decay_n)·h_n + k̃_nᵀ·v_n. Warp w owns state rows [16(w%4), +16) and dv
-// columns [64(w/4), +64): k̃ᵀ's fragments by ldmatrix.trans from the [t][i] tile, v's likewise;
-// chunk n+1's tiles in flight meanwhile. 128-wide tiles: half the blocks of 64-wide ones, so at
-// batch 8 all of them fit in one wave (1.29 waves before), k̃ is read by half as many blocks, and
-// at batch 1 half the SMs stay free for the scores beside.
-constexpr int kStateCols = 2 * kTile, kStateLd = kStateCols + 8, kStateThreads = 256;
+// gla_states_tc, grid (dv tiles, dk tiles, batch·heads), sequential over chunks: h_{n+1} =
+// diag(decay_n)·h_n + k̃_nᵀ·v_n. Warp w owns state rows [16w, 16w+16): k̃ᵀ's fragments by
+// ldmatrix.trans from the [t][i] tile, v's likewise; chunk n+1's tiles in flight meanwhile.
+// (128-wide dv tiles with 8 warps, one wave at batch 8, ran slower on the H100: 81-84 against 57 µs
+// at batch 1 × 2048, 457-465 against 428 at batch 8 × 2048.)
 template <class T>
-__global__ void __launch_bounds__(kStateThreads)
+__global__ void __launch_bounds__(kThreads)
     gla_states_tc(const T* __restrict__ ke, const T* __restrict__ v, const float* __restrict__ decay,
                   T* __restrict__ h, Dims d) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int C = d.chunk, bh = blockIdx.z, j0 = blockIdx.x * kStateCols, i0 = blockIdx.y * kTile;
-  const int ke_elems = C * kLd, stage_elems = ke_elems + C * kStateLd;
-  const int wk = min(kTile, d.dk - i0);
+  const int C = d.chunk, bh = blockIdx.z, j0 = blockIdx.x * kTile, i0 = blockIdx.y * kTile, te = C * kLd;
+  const int wv = min(kTile, d.dv - j0), wk = min(kTile, d.dk - i0);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, m = lane >> 3, r = lane & 7;
-  const int rw = (warp & 3) * 16, cw = (warp >> 2) * kTile;  // this warp's first row and column
-  const int wv = min(kTile, d.dv - j0 - cw);                  // its columns (<= 0: none)
-  T* buf = reinterpret_cast<T*>(smem);                            // [2][k̃ C×kLd, v C×kStateLd]
-  float* dec = reinterpret_cast<float*>(buf + 2 * stage_elems);  // [2][kTile]
+  T* buf = reinterpret_cast<T*>(smem);                  // [2][k̃, v][C][kLd]
+  float* dec = reinterpret_cast<float*>(buf + 4 * te);  // [2][kTile]
   const auto stage = [&](int n) {
-    T* base = buf + (n & 1) * stage_elems;
+    T* base = buf + (n & 1) * 2 * te;
     const std::size_t row0 = std::size_t(bh) * d.seq + std::size_t(n) * C;
     async_tile(
         base, [&](int rr) { return ke + (row0 + rr) * d.dk + i0; }, C, wk);
-    for (int half = 0; half < 2; ++half) {
-      const int w = min(kTile, d.dv - j0 - half * kTile), c0 = w > 0 ? half * kTile : 0;
-      async_tile(
-          base + ke_elems + half * kTile, [&](int rr) { return v + d.row(bh, n * C + rr) * d.dv + j0 + c0; }, C,
-          max(w, 0), kStateLd);
-    }
+    async_tile(
+        base + te, [&](int rr) { return v + d.row(bh, n * C + rr) * d.dv + j0; }, C, wv);
     if (threadIdx.x < kTile / 4) {
       const int c = 4 * threadIdx.x;
       dev::cp_async16(dec + (n & 1) * kTile + c, decay + (std::size_t(bh) * d.chunks + n) * d.dk + i0 + (c < wk ? c : 0),
@@ -346,24 +337,24 @@ __global__ void __launch_bounds__(kStateThreads)
     }
   };
   float acc[8][4] = {};
-  const int r0 = rw + (lane >> 2);  // this lane's state rows r0, r0 + 8 (tile-local)
+  const int r0 = warp * 16 + (lane >> 2);  // this lane's state rows r0, r0 + 8 (tile-local)
   if (d.chunks > 1) stage(0);
   dev::cp_async_commit();
   for (int n = 0; n < d.chunks; ++n) {
-    T* hn = h + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0 + cw;
-    if (wv > 0) store_rows_x64<T>(acc, [&](int rr) { return hn + std::size_t(rr) * d.dv; }, wk, wv, rw);
+    T* hn = h + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
+    store_rows_x64<T>(acc, [&](int rr) { return hn + std::size_t(rr) * d.dv; }, wk, wv);
     if (n + 1 == d.chunks) break;
     if (n + 2 < d.chunks) stage(n + 1);  // the last chunk's inputs update no stored state
     dev::cp_async_commit();
     dev::cp_async_wait<1>();
     __syncthreads();
-    const T* ks = buf + (n & 1) * stage_elems;
+    const T* ks = buf + (n & 1) * 2 * te;
     const float* dn = dec + (n & 1) * kTile;
     scale_rows(acc, dn[r0], dn[r0 + 8]);
     for (int kk = 0; kk < C; kk += 16) {
       unsigned a[4];  // A(i, t) = k̃[t][i]: matrices (t, i) = (0, 0), (0, 8), (8, 0), (8, 8), transposed
-      dev::ldmatrix_x4_trans(a, ks + (kk + (m >> 1) * 8 + r) * kLd + rw + (m & 1) * 8);
-      mma_x64_ldmatrix<T>(acc, a, ks + ke_elems + cw, kk, kStateLd);
+      dev::ldmatrix_x4_trans(a, ks + (kk + (m >> 1) * 8 + r) * kLd + warp * 16 + (m & 1) * 8);
+      mma_x64_ldmatrix<T>(acc, a, ks + te, kk);
     }
     __syncthreads();  // this chunk's buffers are free for chunk n + 2
   }
@@ -437,7 +428,7 @@ int scores_smem_bytes(int C, int elem) {
 }
 int states_smem_bytes(int C, int elem) { return C * kLd * (6 * elem + 4) + kTile * kLd * elem; }
 int output_smem_bytes(int C, int elem) { return C * kLd * (8 + 3 * elem) + kTile * kLd * elem; }
-int states_tc_smem_bytes(int C, int elem) { return 2 * C * (kLd + kStateLd) * elem + 2 * kTile * 4; }
+int states_tc_smem_bytes(int C, int elem) { return 4 * C * kLd * elem + 2 * kTile * 4; }
 int output_tc_smem_bytes(int C, int elem) { return C * kLdF * 4 + C * kLd * elem + 2 * (C + kTile) * kLd * elem; }
 
 // The forward's scratch (gla_chunked_scratch_bytes): scores, chunk-entry states, then q̃, k̃ and the
@@ -484,9 +475,8 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
   RAFTER_CUDA_CHECK(cudaEventRecord(side.join, side.stream));
   if constexpr (sizeof(T) == 2) {
     allow_smem<gla_states_tc<T>>(states_tc_smem_bytes(64, e));
-    const unsigned wide_tiles = unsigned((s.dv + kStateCols - 1) / kStateCols);
-    gla_states_tc<T><<<dim3(wide_tiles, k_tiles, bh), kStateThreads, states_tc_smem_bytes(C, e), stream>>>(
-        w.ke, v, w.decay, w.h, d);
+    gla_states_tc<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_tc_smem_bytes(C, e), stream>>>(w.ke, v, w.decay,
+                                                                                                   w.h, d);
     RAFTER_CUDA_LAUNCH_CHECK("gla_states_tc");
   } else {
     allow_smem<gla_states<T>>(states_smem_bytes(64, e));
