@@ -22,20 +22,23 @@ struct GlaShape {
 
 // dk and dv multiples of 16, chunk one of 16, 32, 48, 64, seq a multiple of chunk.
 bool gla_chunked_supports(const GlaShape& s);
-// Scratch of the forward: the chunk-entry states [batch·heads, chunks, dk, dv] (storage type; FP32
-// for FP32) and the intra-chunk gate-decayed scores [batch·heads, chunks, C, C] (FP32).
+// Scratch of the forward: the intra-chunk gate-decayed scores [batch·heads, chunks, C, C] (FP32),
+// the chunk-entry states [batch·heads, chunks, dk, dv] (storage type; FP32 for FP32), then
+// q∘e^b and K∘e^{b_C−b} [batch·heads, seq, dk] (storage type) and the chunks' decays
+// [batch·heads, chunks, dk] (FP32), which only the 16-bit path fills.
 std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t);
-// Three launches: scores (parallel over chunks), states (sequential over chunks, parallel over
-// 64×64 state tiles), outputs (parallel over chunks and 64-wide dv tiles).
+// Launches: the gates' terms (16-bit storage; parallel over chunks), scores (parallel over chunks,
+// on a side stream), states (sequential over chunks, parallel over 64×64 state tiles), outputs
+// (parallel over chunks and 64-wide dv tiles).
 void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,
                      void* scratch, const GlaShape& s, cudaStream_t stream);
 
-// The forward's first two launches alone (scores, chunk-entry states into the scratch above): the
-// backward recomputes the states rather than storing them from a forward call.
+// The forward's launches before the outputs (scores and chunk-entry states into the scratch
+// above): the backward recomputes the states rather than storing them from a forward call.
 void gla_chunked_scores_states(GlaType t, const void* q, const void* k, const void* v, const void* g,
                                void* scratch, const GlaShape& s, cudaStream_t stream);
 // Backward (kernels_gla_bwd.cu): inputs q, k, v, g, dO; outputs dq, dk, dv, dg (the forward's
-// layouts). Scratch: the forward's (scores, states) plus the state gradients at each chunk's end
+// layouts). Scratch: the forward's, then the state gradients at each chunk's end
 // (same type and layout as the states), the in-chunk reverse sums of q∘dq − k∘dk [batch·heads,
 // seq, dk] and their per-chunk suffixes [batch·heads, chunks, dk] (FP32).
 std::size_t gla_chunked_bwd_scratch_bytes(const GlaShape& s, GlaType t);

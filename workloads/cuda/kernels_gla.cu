@@ -9,6 +9,10 @@
 // factors through r, the first token of t's sub-chunk, as (q_t∘e^{b_t−b_r})·(k_τ∘e^{b_r−b_τ}) with
 // both exponents ≤ 0; pairs within one sub-chunk take e^{b_t−b_τ} term by term. The states between
 // chunks are stored (storage type) so that the output kernel runs over all chunks at once.
+// BF16/FP16 storage: gla_prepare computes the gates' terms once (q∘e^b, K∘e^{b_C−b}, e^{b_C}), and
+// gla_states_tc / gla_output_tc take their fragments straight from them by ldmatrix; the scores run
+// on a side stream beside the states walk. FP32 storage keeps gla_states / gla_output, which scan
+// the gates themselves.
 // Tiles reach shared memory by 16-byte cp.async; the scores' dk slices and the states' chunks are
 // double-buffered (the next one in flight while this one is used); the cumulative gates take two
 // threads per column.
