@@ -131,6 +131,30 @@ TEST(GlaCuda, DISABLED_ChunkedBackwardTimes) {
   print_warm_times("bwd");
 }
 
+// No GPU needed: the forward's scratch parts follow one another without overlap, each aligned
+// for the kernels' 16-byte copies, and the backward's parts start where they end.
+TEST(GlaCuda, ForwardScratchPartsAreDisjointAndAligned) {
+  for (const auto t : {cuda::GlaType::BF16, cuda::GlaType::F16, cuda::GlaType::F32})
+    for (const cuda::GlaShape s :
+         {cuda::GlaShape{8, 16384, 4, 256, 512, 64}, cuda::GlaShape{1, 144, 1, 64, 48, 48},
+          cuda::GlaShape{2, 64, 3, 32, 48, 16}, cuda::GlaShape{1, 96, 2, 96, 80, 32}}) {
+      ASSERT_TRUE(cuda::gla_chunked_supports(s));
+      const auto l = cuda::gla_fwd_scratch_layout(s, t);
+      const std::size_t elem = t == cuda::GlaType::F32 ? 4 : 2, bh = std::size_t(s.batch * s.heads),
+                        chunks = bh * std::size_t(s.seq / s.chunk);
+      EXPECT_EQ(l.scores, 0u);
+      EXPECT_EQ(l.states - l.scores, chunks * std::size_t(s.chunk * s.chunk) * 4);
+      EXPECT_EQ(l.q_decayed - l.states, chunks * std::size_t(s.dk * s.dv) * elem);
+      EXPECT_EQ(l.k_decayed - l.q_decayed, bh * std::size_t(s.seq * s.dk) * elem);
+      EXPECT_EQ(l.decays - l.k_decayed, bh * std::size_t(s.seq * s.dk) * elem);
+      EXPECT_EQ(l.end - l.decays, chunks * std::size_t(s.dk) * 4);
+      for (const std::size_t offset : {l.states, l.q_decayed, l.k_decayed, l.decays, l.end})
+        EXPECT_EQ(offset % 16, 0u);
+      EXPECT_EQ(cuda::gla_chunked_scratch_bytes(s, t), l.end);
+      EXPECT_GT(cuda::gla_chunked_bwd_scratch_bytes(s, t), l.end);
+    }
+}
+
 TEST(GlaCuda, DecodeStepMatchesTheReference) {
   if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
   const Shape big{{"batch", 2}, {"heads", 4}, {"head_dim_k", 256}, {"head_dim_v", 512}};

@@ -27,6 +27,13 @@ bool gla_chunked_supports(const GlaShape& s);
 // q∘e^b and K∘e^{b_C−b} [batch·heads, seq, dk] (storage type) and the chunks' decays
 // [batch·heads, chunks, dk] (FP32), which only the 16-bit path fills.
 std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t);
+// Byte offsets of those parts in that order (each 16-byte aligned for the shapes
+// gla_chunked_supports accepts); `end` is gla_chunked_scratch_bytes, where the backward's own
+// parts begin.
+struct GlaFwdScratchLayout {
+  std::size_t scores, states, q_decayed, k_decayed, decays, end;
+};
+GlaFwdScratchLayout gla_fwd_scratch_layout(const GlaShape& s, GlaType t);
 // Launches: the gates' terms (16-bit storage; parallel over chunks), scores (parallel over chunks,
 // on a side stream), states (sequential over chunks, parallel over 64×64 state tiles), outputs
 // (parallel over chunks and 64-wide dv tiles).

@@ -443,12 +443,14 @@ struct FwdScratch {
   T *h, *qe, *ke;
   float* decay;
   FwdScratch(void* scratch, const GlaShape& s) {
-    const std::size_t bh = std::size_t(s.batch * s.heads), chunks = std::size_t(s.seq / s.chunk);
-    A = static_cast<float*>(scratch);
-    h = reinterpret_cast<T*>(A + bh * chunks * std::size_t(s.chunk * s.chunk));
-    qe = h + bh * chunks * std::size_t(s.dk * s.dv);
-    ke = qe + bh * std::size_t(s.seq * s.dk);
-    decay = reinterpret_cast<float*>(ke + bh * std::size_t(s.seq * s.dk));
+    const GlaFwdScratchLayout l =
+        gla_fwd_scratch_layout(s, sizeof(T) == 4 ? GlaType::F32 : GlaType::BF16);  // BF16 and FP16 alike
+    auto* base = static_cast<unsigned char*>(scratch);
+    A = reinterpret_cast<float*>(base + l.scores);
+    h = reinterpret_cast<T*>(base + l.states);
+    qe = reinterpret_cast<T*>(base + l.q_decayed);
+    ke = reinterpret_cast<T*>(base + l.k_decayed);
+    decay = reinterpret_cast<float*>(base + l.decays);
   }
 };
 
@@ -574,11 +576,21 @@ bool gla_chunked_supports(const GlaShape& s) {
          s.chunk <= 64 && s.seq > 0 && s.seq % s.chunk == 0;
 }
 
-std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t) {
+GlaFwdScratchLayout gla_fwd_scratch_layout(const GlaShape& s, GlaType t) {
   const std::size_t chunks = std::size_t(s.batch * s.heads * (s.seq / s.chunk));
-  const std::size_t elem = t == GlaType::F32 ? 4 : 2;
-  const std::size_t prepared = 2 * std::size_t(s.batch * s.heads * s.seq * s.dk) * elem + chunks * std::size_t(s.dk) * 4;
-  return chunks * std::size_t(s.chunk * s.chunk) * 4 + chunks * std::size_t(s.dk * s.dv) * elem + prepared;
+  const std::size_t elem = t == GlaType::F32 ? 4 : 2, rows = std::size_t(s.batch * s.heads * s.seq);
+  GlaFwdScratchLayout l{};
+  l.scores = 0;
+  l.states = l.scores + chunks * std::size_t(s.chunk * s.chunk) * 4;
+  l.q_decayed = l.states + chunks * std::size_t(s.dk * s.dv) * elem;
+  l.k_decayed = l.q_decayed + rows * std::size_t(s.dk) * elem;
+  l.decays = l.k_decayed + rows * std::size_t(s.dk) * elem;
+  l.end = l.decays + chunks * std::size_t(s.dk) * 4;
+  return l;
+}
+
+std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t) {
+  return gla_fwd_scratch_layout(s, t).end;
 }
 
 void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, const void* g, void* o,

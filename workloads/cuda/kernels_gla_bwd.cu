@@ -319,10 +319,11 @@ BwdScratch carve(void* scratch, const GlaShape& s, GlaType t) {
   const std::size_t bh = std::size_t(s.batch * s.heads), chunks = std::size_t(s.seq / s.chunk);
   const std::size_t states = bh * chunks * std::size_t(s.dk * s.dv) * (t == GlaType::F32 ? 4 : 2);
   auto* base = static_cast<unsigned char*>(scratch);
+  const GlaFwdScratchLayout fwd = gla_fwd_scratch_layout(s, t);
   BwdScratch r{};
-  r.A = reinterpret_cast<float*>(base);
-  r.h = base + bh * chunks * std::size_t(s.chunk * s.chunk) * 4;
-  r.dS = base + gla_chunked_scratch_bytes(s, t);  // after the forward's scratch
+  r.A = reinterpret_cast<float*>(base + fwd.scores);
+  r.h = base + fwd.states;
+  r.dS = base + fwd.end;  // after the forward's scratch
   r.psum = reinterpret_cast<float*>(static_cast<unsigned char*>(r.dS) + states);
   r.ptot = r.psum + bh * std::size_t(s.seq * s.dk);
   return r;
