@@ -340,11 +340,17 @@ def run_pairs(args):
 
         def preheat(est):
             """rafter's search time for this row when it ran first, else that of the power-bound
-            row rafter timed whose candidate time is nearest this GEMM's (search time follows it)."""
+            row rafter timed whose candidate time is nearest this GEMM's, scaled by the ratio of
+            the two GEMMs' times (the search times each candidate a fixed number of times, so its
+            length follows the GEMM's: unscaled, a 5 ms row once got 1.19 s where rafter's own
+            search of it took 2.48 s)."""
             d = (((raf.get(row_key(row)) or {}).get("record") or {}).get("details") or {})
             if rafter_first and d.get("search_seconds"):
                 return d["search_seconds"]
-            return min(known, key=lambda p: abs(math.log(p[0] / est)))[1] if known else args.preheat
+            if not known:
+                return args.preheat
+            cand, search = min(known, key=lambda p: abs(math.log(p[0] / est)))
+            return search * est / cand
 
         def torch_side():
             tor[row_key(row)] = torch_gemm_row(time_op, torch, row, preheat, args.pause)
