@@ -140,14 +140,15 @@ TEST(GlaCuda, ForwardScratchPartsAreDisjointAndAligned) {
           cuda::GlaShape{2, 64, 3, 32, 48, 16}, cuda::GlaShape{1, 96, 2, 96, 80, 32}}) {
       ASSERT_TRUE(cuda::gla_chunked_supports(s));
       const auto l = cuda::gla_fwd_scratch_layout(s, t);
-      const std::size_t elem = t == cuda::GlaType::F32 ? 4 : 2, bh = std::size_t(s.batch * s.heads),
+      const bool f32 = t == cuda::GlaType::F32;  // FP32 has no prepared operands
+      const std::size_t elem = f32 ? 4 : 2, bh = std::size_t(s.batch * s.heads),
                         chunks = bh * std::size_t(s.seq / s.chunk);
       EXPECT_EQ(l.scores, 0u);
       EXPECT_EQ(l.states - l.scores, chunks * std::size_t(s.chunk * s.chunk) * 4);
       EXPECT_EQ(l.q_decayed - l.states, chunks * std::size_t(s.dk * s.dv) * elem);
-      EXPECT_EQ(l.k_decayed - l.q_decayed, bh * std::size_t(s.seq * s.dk) * elem);
-      EXPECT_EQ(l.decays - l.k_decayed, bh * std::size_t(s.seq * s.dk) * elem);
-      EXPECT_EQ(l.end - l.decays, chunks * std::size_t(s.dk) * 4);
+      EXPECT_EQ(l.k_decayed - l.q_decayed, f32 ? 0 : bh * std::size_t(s.seq * s.dk) * elem);
+      EXPECT_EQ(l.decays - l.k_decayed, f32 ? 0 : bh * std::size_t(s.seq * s.dk) * elem);
+      EXPECT_EQ(l.end - l.decays, f32 ? 0 : chunks * std::size_t(s.dk) * 4);
       for (const std::size_t offset : {l.states, l.q_decayed, l.k_decayed, l.decays, l.end})
         EXPECT_EQ(offset % 16, 0u);
       EXPECT_EQ(cuda::gla_chunked_scratch_bytes(s, t), l.end);

@@ -25,7 +25,7 @@ bool gla_chunked_supports(const GlaShape& s);
 // Scratch of the forward: the intra-chunk gate-decayed scores [batch·heads, chunks, C, C] (FP32),
 // the chunk-entry states [batch·heads, chunks, dk, dv] (storage type; FP32 for FP32), then
 // q∘e^b and K∘e^{b_C−b} [batch·heads, seq, dk] (storage type) and the chunks' decays
-// [batch·heads, chunks, dk] (FP32), which only the 16-bit path fills.
+// [batch·heads, chunks, dk] (FP32), which only the 16-bit path has (empty for FP32).
 std::size_t gla_chunked_scratch_bytes(const GlaShape& s, GlaType t);
 // Byte offsets of those parts in that order (each 16-byte aligned for the shapes
 // gla_chunked_supports accepts); `end` is gla_chunked_scratch_bytes, where the backward's own

@@ -222,24 +222,23 @@ __device__ __forceinline__ void mma_x64_ldmatrix(float (&acc)[8][4], const unsig
 
 // Side streams for launches that need nothing from the ones beside them (the forward's scores
 // beside its states walk; the backward's state gradients beside the forward's recomputation), one
-// per use, so that a use nested in another (the backward calls the forward's) has its own. Created
-// on the first call, which is never a captured one; fork and join are events, so that a graph
-// capture of the calling stream takes the side stream in.
+// per use and device, so that a use nested in another (the backward calls the forward's) has its
+// own. Created on a device's first call, which is never a captured one; fork and join are events,
+// so that a graph capture of the calling stream takes the side stream in.
 struct SideStream {
   cudaStream_t stream;
   cudaEvent_t fork, join;
 };
 enum class SideStreamUse { ForwardScores, BackwardStates };
-inline const SideStream& side_stream(SideStreamUse use) {
-  static const auto make = [] {
+inline SideStream side_stream(SideStreamUse use) {
+  static PerDevice<SideStream> forward, backward;
+  return (use == SideStreamUse::ForwardScores ? forward : backward).get([] {
     SideStream s{};
     RAFTER_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     RAFTER_CUDA_CHECK(cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming));
     RAFTER_CUDA_CHECK(cudaEventCreateWithFlags(&s.join, cudaEventDisableTiming));
     return s;
-  };
-  static const SideStream forward = make(), backward = make();
-  return use == SideStreamUse::ForwardScores ? forward : backward;
+  });
 }
 
 // Opts a kernel in to `bytes` of dynamic shared memory once per device (outside any graph capture: the first

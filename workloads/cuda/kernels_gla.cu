@@ -472,7 +472,7 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
   }
   // The scores need nothing from the states walk, which fills one wave or less at batch 1: they
   // run beside it on a side stream.
-  const SideStream& side = side_stream(SideStreamUse::ForwardScores);
+  const SideStream side = side_stream(SideStreamUse::ForwardScores);
   allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
   RAFTER_CUDA_CHECK(cudaEventRecord(side.fork, stream));
   RAFTER_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
@@ -579,13 +579,14 @@ bool gla_chunked_supports(const GlaShape& s) {
 GlaFwdScratchLayout gla_fwd_scratch_layout(const GlaShape& s, GlaType t) {
   const std::size_t chunks = std::size_t(s.batch * s.heads * (s.seq / s.chunk));
   const std::size_t elem = t == GlaType::F32 ? 4 : 2, rows = std::size_t(s.batch * s.heads * s.seq);
+  const bool prepared = t != GlaType::F32;  // FP32 storage keeps the kernels that scan the gates
   GlaFwdScratchLayout l{};
   l.scores = 0;
   l.states = l.scores + chunks * std::size_t(s.chunk * s.chunk) * 4;
   l.q_decayed = l.states + chunks * std::size_t(s.dk * s.dv) * elem;
-  l.k_decayed = l.q_decayed + rows * std::size_t(s.dk) * elem;
-  l.decays = l.k_decayed + rows * std::size_t(s.dk) * elem;
-  l.end = l.decays + chunks * std::size_t(s.dk) * 4;
+  l.k_decayed = l.q_decayed + (prepared ? rows * std::size_t(s.dk) * elem : 0);
+  l.decays = l.k_decayed + (prepared ? rows * std::size_t(s.dk) * elem : 0);
+  l.end = l.decays + (prepared ? chunks * std::size_t(s.dk) * 4 : 0);
   return l;
 }
 

@@ -342,7 +342,7 @@ void chunked_bwd(GlaType type, const T* q, const T* k, const T* v, const T* g, c
   T* dS = static_cast<T*>(w.dS);
   // The state gradients need nothing from the forward's launches: the two sequential walks over
   // the chunks (a block per 64×64 state tile, under one wave at batch 1) run side by side.
-  const SideStream& side = side_stream(SideStreamUse::BackwardStates);
+  const SideStream side = side_stream(SideStreamUse::BackwardStates);
   allow_smem<gla_bwd_dstates<T>>(dstates_smem_bytes(64, e));
   RAFTER_CUDA_CHECK(cudaEventRecord(side.fork, stream));
   RAFTER_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
