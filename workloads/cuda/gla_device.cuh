@@ -77,6 +77,15 @@ __device__ __forceinline__ void store2(T* p, float x, float y) {
     *reinterpret_cast<unsigned*>(p) = pack2(from_f<T>(x), from_f<T>(y));
 }
 
+// c += A·B on tensor cores from fragments (16-bit storage types only).
+template <class T>
+__device__ __forceinline__ void mma_frag(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    dev::mma_bf16(c, a[0], a[1], a[2], a[3], b0, b1);
+  else
+    dev::mma_f16(c, a[0], a[1], a[2], a[3], b0, b1);
+}
+
 // c += A(16×16)·B(16×8) with A(m, κ) = a[m·ars + κ·acs] and B(κ, n) = b[κ·brs + n·bcs] in shared
 // memory. Fragments as PTX's m16n8k16: lane (g = lane/4, q = lane%4) holds c at rows g, g+8 and
 // columns 2q, 2q+1.
@@ -104,12 +113,8 @@ __device__ __forceinline__ void mma16(float (&c)[4], const T* a, int ars, int ac
       if (brs == 1) return *reinterpret_cast<const unsigned*>(b + n * bcs + k);
       return pack2(b[k * brs + n * bcs], b[(k + 1) * brs + n * bcs]);
     };
-    const unsigned a0 = A(g, 2 * q), a1 = A(g + 8, 2 * q), a2 = A(g, 2 * q + 8), a3 = A(g + 8, 2 * q + 8);
-    const unsigned b0 = B(2 * q, g), b1 = B(2 * q + 8, g);
-    if constexpr (std::is_same_v<T, __nv_bfloat16>)
-      dev::mma_bf16(c, a0, a1, a2, a3, b0, b1);
-    else
-      dev::mma_f16(c, a0, a1, a2, a3, b0, b1);
+    const unsigned a[4] = {A(g, 2 * q), A(g + 8, 2 * q), A(g, 2 * q + 8), A(g + 8, 2 * q + 8)};
+    mma_frag<T>(c, a, B(2 * q, g), B(2 * q + 8, g));
   }
 }
 
@@ -194,15 +199,6 @@ __device__ __forceinline__ void async_tile(T* dst, RowPtr row_ptr, int rows, int
 // warp (rows g + 2q…) touch 32 distinct banks.
 constexpr int kLdF = kTile + 4;
 
-// c += A·B on tensor cores from fragments (16-bit storage types only).
-template <class T>
-__device__ __forceinline__ void mma_frag(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    dev::mma_bf16(c, a[0], a[1], a[2], a[3], b0, b1);
-  else
-    dev::mma_f16(c, a[0], a[1], a[2], a[3], b0, b1);
-}
-
 // acc (a warp's 16 rows × 64 columns) += A(16 × 16 at k-step kk) · B[kk..kk+16)[0..64), with B a
 // row-major [k][n] tile of stride kLd in shared memory, read by ldmatrix.trans: lanes 8m … 8m+7
 // give rows kk + 8(m%2) … of columns 16p + 8(m/2), so registers 0-1 are n-tile 2p's fragment and
@@ -228,6 +224,16 @@ __device__ __forceinline__ void mma_x64_ldmatrix(float (&acc)[8][4], const unsig
 struct SideStream {
   cudaStream_t stream;
   cudaEvent_t fork, join;
+  // Work launched on `stream` after fork_from(main) follows what main had; main's work after
+  // join_into(main) follows what `stream` had.
+  void fork_from(cudaStream_t main) const {
+    RAFTER_CUDA_CHECK(cudaEventRecord(fork, main));
+    RAFTER_CUDA_CHECK(cudaStreamWaitEvent(stream, fork, 0));
+  }
+  void join_into(cudaStream_t main) const {
+    RAFTER_CUDA_CHECK(cudaEventRecord(join, stream));
+    RAFTER_CUDA_CHECK(cudaStreamWaitEvent(main, join, 0));
+  }
 };
 enum class SideStreamUse { ForwardScores, BackwardStates };
 inline SideStream side_stream(SideStreamUse use) {

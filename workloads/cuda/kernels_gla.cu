@@ -474,11 +474,9 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
   // run beside it on a side stream.
   const SideStream side = side_stream(SideStreamUse::ForwardScores);
   allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
-  RAFTER_CUDA_CHECK(cudaEventRecord(side.fork, stream));
-  RAFTER_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
+  side.fork_from(stream);
   gla_scores<T><<<dim3(unsigned(d.chunks), bh), kThreads, scores_smem_bytes(C, e), side.stream>>>(q, k, g, w.A, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_scores");
-  RAFTER_CUDA_CHECK(cudaEventRecord(side.join, side.stream));
   if constexpr (sizeof(T) == 2) {
     allow_smem<gla_states_tc<T>>(states_tc_smem_bytes(64, e));
     gla_states_tc<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_tc_smem_bytes(C, e), stream>>>(w.ke, v, w.decay,
@@ -489,7 +487,7 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
     gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, w.h, d);
     RAFTER_CUDA_LAUNCH_CHECK("gla_states");
   }
-  RAFTER_CUDA_CHECK(cudaStreamWaitEvent(stream, side.join, 0));
+  side.join_into(stream);
 }
 
 template <class T>

@@ -344,14 +344,12 @@ void chunked_bwd(GlaType type, const T* q, const T* k, const T* v, const T* g, c
   // the chunks (a block per 64×64 state tile, under one wave at batch 1) run side by side.
   const SideStream side = side_stream(SideStreamUse::BackwardStates);
   allow_smem<gla_bwd_dstates<T>>(dstates_smem_bytes(64, e));
-  RAFTER_CUDA_CHECK(cudaEventRecord(side.fork, stream));
-  RAFTER_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
+  side.fork_from(stream);
   gla_bwd_dstates<T>
       <<<dim3(v_tiles, k_tiles, bh), kThreads, dstates_smem_bytes(C, e), side.stream>>>(q, g, dO, dS, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_bwd_dstates");
-  RAFTER_CUDA_CHECK(cudaEventRecord(side.join, side.stream));
   gla_chunked_scores_states(type, q, k, v, g, scratch, s, stream);
-  RAFTER_CUDA_CHECK(cudaStreamWaitEvent(stream, side.join, 0));
+  side.join_into(stream);
   allow_smem<gla_bwd_dqk<T>>(dqk_smem_bytes(64, e));
   gla_bwd_dqk<T><<<dim3(k_tiles, unsigned(d.chunks), bh), kThreads, dqk_smem_bytes(C, e), stream>>>(
       q, k, v, g, dO, h, dS, dq, dk, w.psum, w.ptot, d);
