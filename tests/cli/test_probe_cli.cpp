@@ -106,10 +106,11 @@ void expect_physics(const rafter::MachineProfile& p) {
 #endif
   if (!kLoadsChecked) {
     if (l1->isa == "sse" || l1->isa == "scalar") {
-      // 16-byte (or 8-byte) loads cannot outrun what L2 feeds one core on current x86: held to
-      // SSE4.1 on a Zen 4, one core read L1 at 102 and L2 at 108 GB/s. There L1 must only not be
-      // slower than L2 beyond noise.
-      EXPECT_GT(l1->figure.value, 0.8 * l2->figure.value);
+      // 16-byte (or 8-byte) loads cannot outrun what L2 feeds one core on current x86, so L1 and
+      // L2 read alike and their order is noise: held to SSE4.1 on the 2-core Zen 4 VM, the best of
+      // five samples put L1 at 100-118 and L2 at 89-117 GB/s alone, and in one CI run (beside
+      // another test) L1 at 83 against L2's 117. What holds there is that both outrun DRAM.
+      EXPECT_GT(l1->figure.value, dram->figure.value);
     } else {
       EXPECT_GT(l1->figure.value, l2->figure.value);
     }
