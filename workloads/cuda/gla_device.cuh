@@ -129,19 +129,62 @@ __device__ __forceinline__ void mma_rows_x64(float (&acc)[8][4], const T* a_rows
     for (int nt = 0; nt < 8; ++nt) mma16(acc[nt], a_rows + kk, kLd, 1, b + kk * kLd + nt * 8, kLd, 1);
 }
 
+// The four lanes of a quad (lanes 4g … 4g+3) hold a 4×4 matrix of words, lane q its row a[0..3];
+// afterwards lane q holds its column (a[r] = lane r's former a[q]). Two butterfly steps: the
+// off-diagonal 2×2 blocks trade across lanes q, q^2, then each 2×2 block transposes across q, q^1.
+// Every lane of the warp must take part.
+__device__ __forceinline__ void quad_transpose(unsigned (&a)[4]) {
+  const int q = threadIdx.x & 3;
+  const bool hi = q & 2, odd = q & 1;
+  unsigned r0 = __shfl_xor_sync(0xffffffffu, hi ? a[0] : a[2], 2);
+  unsigned r1 = __shfl_xor_sync(0xffffffffu, hi ? a[1] : a[3], 2);
+  if (hi)
+    a[0] = r0, a[1] = r1;
+  else
+    a[2] = r0, a[3] = r1;
+  r0 = __shfl_xor_sync(0xffffffffu, odd ? a[0] : a[1], 1);
+  r1 = __shfl_xor_sync(0xffffffffu, odd ? a[2] : a[3], 1);
+  if (odd)
+    a[0] = r0, a[2] = r1;
+  else
+    a[1] = r0, a[3] = r1;
+}
+
 // Stores a warp's fragment (rows [16w, 16w + 16) of 64 columns): fragment row r goes to row_ptr(r)
-// (r counted from the tile's first row); rows from `rows` on and columns from `w` on are skipped.
+// (r counted from the tile's first row); rows from `rows` on and columns from `w` on (w a multiple
+// of 8) are skipped. 16-bit storage: a fragment row's words sit in its quad as [lane][n-tile], so a
+// quad transpose per row and half of the n-tiles leaves lane q with n-tiles q and q + 4 whole (16
+// bytes each, row_ptr(r) 16-byte aligned): four 16-byte stores a lane rather than sixteen 4-byte
+// ones, each row's 128 bytes in one store instruction (the 4-byte stores half-filled each 32-byte
+// sector they touched). Every lane of the warp must call it.
 template <class T, class RowPtr>
 __device__ __forceinline__ void store_rows_x64(const float (&acc)[8][4], RowPtr row_ptr, int rows, int w) {
   const int lane = threadIdx.x & 31, first = (threadIdx.x >> 5) * 16 + (lane >> 2), qq = lane & 3;
   T* const top = first < rows ? row_ptr(first) : nullptr;  // each row's address once, not per column
   T* const bottom = first + 8 < rows ? row_ptr(first + 8) : nullptr;
+  if constexpr (std::is_same_v<T, float>) {
 #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    const int c = nt * 8 + 2 * qq;
-    if (c >= w) continue;
-    if (top) store2(top + c, acc[nt][0], acc[nt][1]);
-    if (bottom) store2(bottom + c, acc[nt][2], acc[nt][3]);
+    for (int nt = 0; nt < 8; ++nt) {
+      const int c = nt * 8 + 2 * qq;
+      if (c >= w) continue;
+      if (top) store2(top + c, acc[nt][0], acc[nt][1]);
+      if (bottom) store2(bottom + c, acc[nt][2], acc[nt][3]);
+    }
+  } else {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int nt = 4 * half + qq, c = nt * 8;  // the n-tile this lane stores
+#pragma unroll
+      for (int row = 0; row < 2; ++row) {
+        unsigned words[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          words[j] = pack2(from_f<T>(acc[4 * half + j][2 * row]), from_f<T>(acc[4 * half + j][2 * row + 1]));
+        quad_transpose(words);
+        T* const p = row == 0 ? top : bottom;
+        if (p && c < w) *reinterpret_cast<uint4*>(p + c) = make_uint4(words[0], words[1], words[2], words[3]);
+      }
+    }
   }
 }
 

@@ -146,10 +146,8 @@ __global__ void __launch_bounds__(kThreads)
     int I, J;
     tile_blocks(tile, I, J);
     const int row = I * kSub + gq, col = J * kSub + (tile % 2) * 8 + 2 * qq;
-    An[row * C + col] = acc[j][0];
-    An[row * C + col + 1] = acc[j][1];
-    An[(row + 8) * C + col] = acc[j][2];
-    An[(row + 8) * C + col + 1] = acc[j][3];
+    *reinterpret_cast<float2*>(An + row * C + col) = make_float2(acc[j][0], acc[j][1]);  // col even
+    *reinterpret_cast<float2*>(An + (row + 8) * C + col) = make_float2(acc[j][2], acc[j][3]);
   }
 }
 
