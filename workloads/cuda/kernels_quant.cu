@@ -280,12 +280,20 @@ __device__ __forceinline__ int e2m1_code_sr(float a, unsigned r) {
 
 // a / s rounded as IEEE division rounds it, from r = RN(1/s) computed once per block: q0 = a·r is
 // within an ulp of a/s, and one FMA residual plus one FMA correction round it exactly (Markstein's
-// theorem; s normal, a/s not subnormal where it matters: codes start at 0.25). Three instructions
+// theorem; where divides_by_reciprocal(s) says so, below). Three instructions
 // instead of the division's sequence with its slow-path branch, eight times per thread.
 __device__ __forceinline__ float divide_rn(float a, float s, float r) {
   const float q0 = __fmul_rn(a, r);
   return __fmaf_rn(__fmaf_rn(-q0, s, a), r, q0);
 }
+// Where divide_rn stands for the division in the quantizers (|a| at most 57344·s, E5M2's largest):
+// 2^-80 <= s <= 2^100. Below, a quotient that a code can tell (|a/s| >= 2^-20) can come from an a
+// under 2^-102, whose residual a − q0·s is subnormal and inexact: a CPU check found such quotients
+// an ulp off at s near 2^-120. For s from 2^-80 (random s near both bounds and over the normal
+// range, every bf16 a with |a| <= 60000·s), each quotient was the IEEE one or, for a under 2^-102
+// only, under 2^-20, which every code takes to zero. From 2^126 on RN(1/s) is subnormal; an
+// infinite s (an infinite amax) would turn every quotient into NaN.
+__device__ __forceinline__ bool divides_by_reciprocal(float s) { return s >= 0x1p-80f && s <= 0x1p100f; }
 
 // Eight E2M1 codes (sign | magnitude code), packed low nibble first. The scale's case is decided
 // once for the eight values, so that the common one (a normal scale) runs straight through: per
@@ -303,11 +311,11 @@ __device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float
     const int code = k | ((f[i] < 0.0f && k != 0) ? 8 : 0);
     packed |= std::uint32_t(code) << (4 * i);
   };
-  if (scale >= 1.17549435e-38f) {  // FLT_MIN: normal, so its reciprocal is finite
+  if (divides_by_reciprocal(scale)) {
     const float rcp = __frcp_rn(scale);
 #pragma unroll
     for (int i = 0; i < 8; ++i) put(i, divide_rn(fabsf(f[i]), scale, rcp));
-  } else if (scale > 0.0f) {  // subnormal: IEEE division
+  } else if (scale > 0.0f) {  // tiny, huge or infinite: IEEE division
 #pragma unroll
     for (int i = 0; i < 8; ++i) put(i, fabsf(f[i]) / scale);
   }  // else (zero or NaN): every code 0
@@ -320,6 +328,35 @@ __device__ __forceinline__ std::uint8_t fp8_byte(float y) {
   const std::uint8_t b =
       __nv_cvt_float_to_fp8(y, __NV_SATFINITE, F == QuantFormat::Fp8E4m3 ? __NV_E4M3 : __NV_E5M2);
   return (b & 0x7f) ? b : 0;
+}
+// Four FP8 bytes, low byte first, two conversions of two values each; then, as fp8_byte, no
+// negative zero: a byte's bit 7 stays only where its bits 0-6 are not all zero (their sum with 0x7f
+// carries into bit 7, never into the next byte).
+template <QuantFormat F>
+__device__ __forceinline__ std::uint32_t fp8_word(float a, float b, float c, float d) {
+  constexpr auto kind = F == QuantFormat::Fp8E4m3 ? __NV_E4M3 : __NV_E5M2;
+  const std::uint32_t w = std::uint32_t(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, kind)) |
+                          std::uint32_t(__nv_cvt_float2_to_fp8x2(make_float2(c, d), __NV_SATFINITE, kind))
+                              << 16;
+  return w & (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | 0x7f7f7f7fu);
+}
+
+// The FP8 bytes of f[0..N) / ts packed four to a word, low byte first. With ts where
+// divides_by_reciprocal holds (the case decided once) each quotient is divide_rn's, which the byte
+// cannot tell from the IEEE one, without the division's check and slow-path branch per value.
+template <QuantFormat F, int N>
+__device__ __forceinline__ void fp8_words(const float (&f)[N], float ts, std::uint32_t (&w)[N / 4]) {
+  float y[N];
+  if (divides_by_reciprocal(ts)) {
+    const float rcp = __frcp_rn(ts);
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[i] = divide_rn(f[i], ts, rcp);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[i] = f[i] / ts;
+  }
+#pragma unroll
+  for (int j = 0; j < N / 4; ++j) w[j] = fp8_word<F>(y[4 * j], y[4 * j + 1], y[4 * j + 2], y[4 * j + 3]);
 }
 
 // Row-wise formats (1×16, 1×32, per tensor): blocks never cross a row, so the tensor is a flat array.
@@ -335,9 +372,8 @@ __global__ void __launch_bounds__(kThreads)
   if (Rht) hadamard16_pair(f, threadIdx.x & 1);
   const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
   if constexpr (is_fp8(F)) {
-    std::uint32_t w[2] = {0, 0};
-#pragma unroll
-    for (int i = 0; i < 8; ++i) w[i / 4] |= std::uint32_t(fp8_byte<F>(f[i] / ts)) << (8 * (i % 4));
+    std::uint32_t w[2];
+    fp8_words<F>(f, ts, w);
     if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
     if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
       for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
@@ -410,9 +446,8 @@ template <QuantFormat F, bool Sr>
 __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, float ts, std::uint8_t* codes,
                                          std::int64_t e, std::uint64_t seed, std::uint8_t& bits) {
   if constexpr (is_fp8(F)) {
-    std::uint32_t w[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int i = 0; i < 16; ++i) w[i / 4] |= std::uint32_t(fp8_byte<F>(f[i] / ts)) << (8 * (i % 4));
+    std::uint32_t w[4];
+    fp8_words<F>(f, ts, w);
     *reinterpret_cast<uint4*>(codes + e) = make_uint4(w[0], w[1], w[2], w[3]);
   } else {
     constexpr QuantFormat S = F == QuantFormat::Mxfp4 ? F : QuantFormat::Nvfp4;
