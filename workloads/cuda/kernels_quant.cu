@@ -227,6 +227,24 @@ __device__ __forceinline__ float e4m3_value(std::uint8_t bits) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E4M3)));
 }
 
+// a / s rounded as IEEE division rounds it, from r = RN(1/s) computed once per block: q0 = a·r is
+// within an ulp of a/s, and one FMA residual plus one FMA correction round it exactly (Markstein's
+// theorem; where divides_by_reciprocal(s) says so, below). Three instructions
+// instead of the division's sequence with its slow-path branch, eight times per thread.
+__device__ __forceinline__ float divide_rn(float a, float s, float r) {
+  const float q0 = __fmul_rn(a, r);
+  return __fmaf_rn(__fmaf_rn(-q0, s, a), r, q0);
+}
+// Where divide_rn stands for the division in the quantizers (|a| at most 57344·s, E5M2's largest):
+// 2^-80 <= s <= 2^100. Below, a quotient that a code can tell (|a/s| >= 2^-20) can come from an a
+// under 2^-102, whose residual a − q0·s is subnormal and inexact: a CPU check found such quotients
+// an ulp off at s near 2^-120. For s from 2^-80 (random s near both bounds and over the normal
+// range with every bf16 a, |a| <= 60000·s; 9·10^8 random float a down into the subnormals, s = 6
+// among them), each quotient was the IEEE one or, for a under 2^-102 only, under 2^-20, which every
+// code takes to zero. From 2^126 on RN(1/s) is subnormal; an
+// infinite s (an infinite amax) would turn every quotient into NaN.
+__device__ __forceinline__ bool divides_by_reciprocal(float s) { return s >= 0x1p-80f && s <= 0x1p100f; }
+
 // The block's scale from its amax: NVFP4 writes its E4M3 bits, MXFP4 its E8M0 exponent.
 template <QuantFormat F>
 __device__ __forceinline__ float block_scale(float bamax, float ts, std::uint8_t& bits) {
@@ -240,7 +258,13 @@ __device__ __forceinline__ float block_scale(float bamax, float ts, std::uint8_t
     bits = static_cast<std::uint8_t>(e - 2 + 127);
     return ldexpf(1.0f, e - 2);
   } else {
-    bits = __nv_cvt_float_to_fp8(bamax / 6.0f / ts, __NV_SATFINITE, __NV_E4M3);
+    // bamax / 6 / ts as the CPU divides, through reciprocals where divide_rn stands for the division
+    // (an amax under 2^-102 may give an ulp-off bamax / 6, but then the quotient by ts is under
+    // 2^-20 and its E4M3 byte 0 either way).
+    const float y = divides_by_reciprocal(ts)
+                        ? divide_rn(divide_rn(bamax, 6.0f, 1.0f / 6.0f), ts, __frcp_rn(ts))
+                        : bamax / 6.0f / ts;
+    bits = __nv_cvt_float_to_fp8(y, __NV_SATFINITE, __NV_E4M3);
     return e4m3_value(bits) * ts;
   }
 }
@@ -277,23 +301,6 @@ __device__ __forceinline__ int e2m1_code_sr(float a, unsigned r) {
   const std::uint32_t u = __float_as_uint(a) + (0x3fffdfu - (r << 6));
   return a < 1.0f ? below : min(int(u >> 22) - 252, 7);
 }
-
-// a / s rounded as IEEE division rounds it, from r = RN(1/s) computed once per block: q0 = a·r is
-// within an ulp of a/s, and one FMA residual plus one FMA correction round it exactly (Markstein's
-// theorem; where divides_by_reciprocal(s) says so, below). Three instructions
-// instead of the division's sequence with its slow-path branch, eight times per thread.
-__device__ __forceinline__ float divide_rn(float a, float s, float r) {
-  const float q0 = __fmul_rn(a, r);
-  return __fmaf_rn(__fmaf_rn(-q0, s, a), r, q0);
-}
-// Where divide_rn stands for the division in the quantizers (|a| at most 57344·s, E5M2's largest):
-// 2^-80 <= s <= 2^100. Below, a quotient that a code can tell (|a/s| >= 2^-20) can come from an a
-// under 2^-102, whose residual a − q0·s is subnormal and inexact: a CPU check found such quotients
-// an ulp off at s near 2^-120. For s from 2^-80 (random s near both bounds and over the normal
-// range, every bf16 a with |a| <= 60000·s), each quotient was the IEEE one or, for a under 2^-102
-// only, under 2^-20, which every code takes to zero. From 2^126 on RN(1/s) is subnormal; an
-// infinite s (an infinite amax) would turn every quotient into NaN.
-__device__ __forceinline__ bool divides_by_reciprocal(float s) { return s >= 0x1p-80f && s <= 0x1p100f; }
 
 // Eight E2M1 codes (sign | magnitude code), packed low nibble first. The scale's case is decided
 // once for the eight values, so that the common one (a normal scale) runs straight through: per
