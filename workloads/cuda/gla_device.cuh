@@ -205,23 +205,28 @@ __device__ __forceinline__ void scale_rows(float (&acc)[8][4], float top, float 
 }
 
 // b[t][i] = Σ_{τ≤t} g[τ][i] over the chunk's C rows and kTile columns from the raw tile graw
-// [C][kLd]: two threads per column (the chunk's halves), 128 threads. Ends with a barrier.
-template <class T>
+// [C][kLd]: Parts threads per column, each scanning C / Parts consecutive rows (C a multiple of
+// Parts), then adding the totals of the column's earlier parts; Parts · kTile threads (128 or 256).
+// Ends with a barrier.
+template <int Parts = 2, class T>
 __device__ __forceinline__ void cumulative_gates(const T* graw, float* b, int C) {
-  const int i = threadIdx.x % kTile, half = threadIdx.x / kTile, rows = C / 2, r0 = half * rows;
-  float x[kTile / 2];  // the column's half in registers: all loads in flight, then the scan
+  static_assert(Parts == 2 || Parts == 4);
+  constexpr int kMaxRows = kTile / Parts;
+  const int i = threadIdx.x % kTile, part = threadIdx.x / kTile, rows = C / Parts, r0 = part * rows;
+  float x[kMaxRows];  // the column's part in registers: all loads in flight, then the scan
 #pragma unroll
-  for (int t = 0; t < kTile / 2; ++t) x[t] = t < rows ? to_f(graw[(r0 + t) * kLd + i]) : 0.f;
+  for (int t = 0; t < kMaxRows; ++t) x[t] = t < rows ? to_f(graw[(r0 + t) * kLd + i]) : 0.f;
 #pragma unroll
-  for (int t = 1; t < kTile / 2; ++t) x[t] += x[t - 1];
+  for (int t = 1; t < kMaxRows; ++t) x[t] += x[t - 1];
 #pragma unroll
-  for (int t = 0; t < kTile / 2; ++t)
+  for (int t = 0; t < kMaxRows; ++t)
     if (t < rows) b[(r0 + t) * kLd + i] = x[t];
   __syncthreads();
-  if (half == 1) {
-    const float base = b[(rows - 1) * kLd + i];
+  float base = 0.f;  // the earlier parts' totals: their last rows, before any part adds to its own
+  for (int p = 0; p < part; ++p) base += b[((p + 1) * rows - 1) * kLd + i];
+  if constexpr (Parts > 2) __syncthreads();  // (with two parts, part 0 adds nothing)
+  if (part > 0)
     for (int t = r0; t < r0 + rows; ++t) b[t * kLd + i] += base;
-  }
   __syncthreads();
 }
 
