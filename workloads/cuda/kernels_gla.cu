@@ -41,14 +41,14 @@ __device__ __forceinline__ void tile_blocks(int tile, int& I, int& J) {
 }
 
 // ---- scores: grid (chunks, batch·heads), 8 warps ------------------------------------------------
-// Eight warps rather than the other kernels' four: two blocks fit an SM by shared memory either way,
-// and the diagonal's exp-per-term loop, a chain of shared loads, exps and FMAs, waits on latency
-// with two warps a scheduler (ncu at batch 8: 275 µs against fla's intra-chunk kernel's 217). Its
-// 544 pairs take 3 rounds of 256 threads instead of 5 of 128.
+// Eight warps rather than the other kernels' four: with 16-bit storage two blocks fit an SM by
+// shared memory either way (FP32: one), and the diagonal's exp-per-term loop, a chain of shared
+// loads, exps and FMAs, waits on latency with two warps a scheduler (ncu at batch 8: 275 µs against
+// fla's intra-chunk kernel's 217). Its 544 pairs take 3 rounds of 256 threads instead of 5 of 128.
+// The launch bound's 2 blocks an SM allow 128 registers (without it ptxas took 64 and spilled FP32).
 constexpr int kScoreWarps = 8, kScoreThreads = 32 * kScoreWarps;
 template <class T>
-__global__ void __launch_bounds__(kScoreThreads, 2)  // 2 blocks an SM: up to 128 registers (ptxas took 64
-                                                     // and spilled for FP32 without the hint)
+__global__ void __launch_bounds__(kScoreThreads, 2)
     gla_scores(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ g,
                float* __restrict__ A, Dims d) {
   extern __shared__ __align__(16) unsigned char smem[];

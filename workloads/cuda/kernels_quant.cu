@@ -229,8 +229,8 @@ __device__ __forceinline__ float e4m3_value(std::uint8_t bits) {
 
 // a / s rounded as IEEE division rounds it, from r = RN(1/s) computed once per block: q0 = a·r is
 // within an ulp of a/s, and one FMA residual plus one FMA correction round it exactly (Markstein's
-// theorem; where divides_by_reciprocal(s) says so, below). Three instructions
-// instead of the division's sequence with its slow-path branch, eight times per thread.
+// theorem; where divides_by_reciprocal(s) says so, below). Three instructions instead of the
+// division's sequence with its slow-path branch, eight times per thread.
 __device__ __forceinline__ float divide_rn(float a, float s, float r) {
   const float q0 = __fmul_rn(a, r);
   return __fmaf_rn(__fmaf_rn(-q0, s, a), r, q0);
@@ -241,8 +241,8 @@ __device__ __forceinline__ float divide_rn(float a, float s, float r) {
 // an ulp off at s near 2^-120. For s from 2^-80 (random s near both bounds and over the normal
 // range with every bf16 a, |a| <= 60000·s; 9·10^8 random float a down into the subnormals, s = 6
 // among them), each quotient was the IEEE one or, for a under 2^-102 only, under 2^-20, which every
-// code takes to zero. From 2^126 on RN(1/s) is subnormal; an
-// infinite s (an infinite amax) would turn every quotient into NaN.
+// code takes to zero. From 2^126 on RN(1/s) is subnormal; an infinite s (an infinite amax) would
+// turn every quotient into NaN.
 __device__ __forceinline__ bool divides_by_reciprocal(float s) { return s >= 0x1p-80f && s <= 0x1p100f; }
 
 // The block's scale from its amax: NVFP4 writes its E4M3 bits, MXFP4 its E8M0 exponent.
@@ -303,7 +303,7 @@ __device__ __forceinline__ int e2m1_code_sr(float a, unsigned r) {
 }
 
 // Eight E2M1 codes (sign | magnitude code), packed low nibble first. The scale's case is decided
-// once for the eight values, so that the common one (a normal scale) runs straight through: per
+// once for the eight values, so that the common one (divides_by_reciprocal) runs straight through: per
 // value the division's three FMAs, the code and its sign, with no branch, no division slow path and
 // no convergence barrier around each value (the per-value tests had left 2 branches, 2 barrier pairs
 // and 3 compares a value in the SASS).
