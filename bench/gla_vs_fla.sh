@@ -29,7 +29,7 @@ rafter="$build/apps/rafter/rafter"
 tests="$build/tests/test_workloads"
 left() { echo $(( deadline - ($(date +%s) - bench_t0) )); }
 
-export RAFTER_BUILD_TARGETS="test_workloads rafter"
+export RAFTER_BUILD_TARGETS=${RAFTER_BUILD_TARGETS:-"test_workloads rafter"}
 build_or_env || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv,noheader 2>&1
 if has test; then

@@ -41,9 +41,13 @@ void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, con
                      void* scratch, const GlaShape& s, cudaStream_t stream);
 
 // The forward's launches before the outputs (scores and chunk-entry states into the scratch
-// above): the backward recomputes the states rather than storing them from a forward call.
+// above): the backward recomputes the states rather than storing them from a forward call. With
+// 16-bit storage and dO given, also the state gradients dS (the backward's layout, below) by the
+// states kernel walking backwards over q∘e^b and dO, beside the states on a second side stream;
+// FP32 takes no dO (its backward has its own walk).
 void gla_chunked_scores_states(GlaType t, const void* q, const void* k, const void* v, const void* g,
-                               void* scratch, const GlaShape& s, cudaStream_t stream);
+                               void* scratch, const GlaShape& s, cudaStream_t stream,
+                               const void* dO = nullptr, void* dS = nullptr);
 // Backward (kernels_gla_bwd.cu): inputs q, k, v, g, dO; outputs dq, dk, dv, dg (the forward's
 // layouts). Scratch: the forward's, then the state gradients at each chunk's end
 // (same type and layout as the states), the in-chunk reverse sums of q∘dq − k∘dk [batch·heads,

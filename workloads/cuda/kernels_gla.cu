@@ -320,21 +320,26 @@ __global__ void __launch_bounds__(32 * kPrepareGroups)
 
 // gla_states_tc, grid (dv tiles, dk tiles, batch·heads), sequential over chunks: h_{n+1} =
 // diag(decay_n)·h_n + k̃_nᵀ·v_n. Warp w owns state rows [16w, 16w+16): k̃ᵀ's fragments by
-// ldmatrix.trans from the [t][i] tile, v's likewise; chunk n+1's tiles in flight meanwhile.
+// ldmatrix.trans from the [t][i] tile, v's likewise; the next chunk's tiles in flight meanwhile.
+// `reverse` walks the chunks from the last: with q̃ = q∘e^b for k̃ and dO for v it is the
+// backward's state gradients, dS_{n−1} = diag(decay_n)·dS_n + q̃_nᵀ·dO_n, dS_n stored at chunk n
+// (the same recurrence; kernels_gla_bwd.cu).
 // (128-wide dv tiles with 8 warps, one wave at batch 8, ran slower on the H100: 81-84 against 57 µs
 // at batch 1 × 2048, 457-465 against 428 at batch 8 × 2048.)
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     gla_states_tc(const T* __restrict__ ke, const T* __restrict__ v, const float* __restrict__ decay,
-                  T* __restrict__ h, Dims d) {
+                  T* __restrict__ h, Dims d, bool reverse) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int C = d.chunk, bh = blockIdx.z, j0 = blockIdx.x * kTile, i0 = blockIdx.y * kTile, te = C * kLd;
   const int wv = min(kTile, d.dv - j0), wk = min(kTile, d.dk - i0);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, m = lane >> 3, r = lane & 7;
-  T* buf = reinterpret_cast<T*>(smem);                  // [2][k̃, v][C][kLd]
+  T* buf = reinterpret_cast<T*>(smem);                  // [2][k̃, v][C][kLd], by step parity
   float* dec = reinterpret_cast<float*>(buf + 4 * te);  // [2][kTile]
-  const auto stage = [&](int n) {
-    T* base = buf + (n & 1) * 2 * te;
+  const auto chunk_at = [&](int step) { return reverse ? d.chunks - 1 - step : step; };
+  const auto stage = [&](int step) {
+    const int n = chunk_at(step);
+    T* base = buf + (step & 1) * 2 * te;
     const std::size_t row0 = std::size_t(bh) * d.seq + std::size_t(n) * C;
     async_tile(
         base, [&](int rr) { return ke + (row0 + rr) * d.dk + i0; }, C, wk);
@@ -342,7 +347,8 @@ __global__ void __launch_bounds__(kThreads)
         base + te, [&](int rr) { return v + d.row(bh, n * C + rr) * d.dv + j0; }, C, wv);
     if (threadIdx.x < kTile / 4) {
       const int c = 4 * threadIdx.x;
-      dev::cp_async16(dec + (n & 1) * kTile + c, decay + (std::size_t(bh) * d.chunks + n) * d.dk + i0 + (c < wk ? c : 0),
+      dev::cp_async16(dec + (step & 1) * kTile + c,
+                      decay + (std::size_t(bh) * d.chunks + n) * d.dk + i0 + (c < wk ? c : 0),
                       c < wk ? 16 : 0);
     }
   };
@@ -350,23 +356,23 @@ __global__ void __launch_bounds__(kThreads)
   const int r0 = warp * 16 + (lane >> 2);  // this lane's state rows r0, r0 + 8 (tile-local)
   if (d.chunks > 1) stage(0);
   dev::cp_async_commit();
-  for (int n = 0; n < d.chunks; ++n) {
-    T* hn = h + ((std::size_t(bh) * d.chunks + n) * d.dk + i0) * d.dv + j0;
+  for (int step = 0; step < d.chunks; ++step) {
+    T* hn = h + ((std::size_t(bh) * d.chunks + chunk_at(step)) * d.dk + i0) * d.dv + j0;
     store_rows_x64<T>(acc, [&](int rr) { return hn + std::size_t(rr) * d.dv; }, wk, wv);
-    if (n + 1 == d.chunks) break;
-    if (n + 2 < d.chunks) stage(n + 1);  // the last chunk's inputs update no stored state
+    if (step + 1 == d.chunks) break;
+    if (step + 2 < d.chunks) stage(step + 1);  // the walk's last chunk's inputs update no stored state
     dev::cp_async_commit();
     dev::cp_async_wait<1>();
     __syncthreads();
-    const T* ks = buf + (n & 1) * 2 * te;
-    const float* dn = dec + (n & 1) * kTile;
+    const T* ks = buf + (step & 1) * 2 * te;
+    const float* dn = dec + (step & 1) * kTile;
     scale_rows(acc, dn[r0], dn[r0 + 8]);
     for (int kk = 0; kk < C; kk += 16) {
       unsigned a[4];  // A(i, t) = k̃[t][i]: matrices (t, i) = (0, 0), (0, 8), (8, 0), (8, 8), transposed
       dev::ldmatrix_x4_trans(a, ks + (kk + (m >> 1) * 8 + r) * kLd + warp * 16 + (m & 1) * 8);
       mma_x64_ldmatrix<T>(acc, a, ks + te, kk);
     }
-    __syncthreads();  // this chunk's buffers are free for chunk n + 2
+    __syncthreads();  // this step's buffers are free for step + 2
   }
 }
 
@@ -461,10 +467,10 @@ struct FwdScratch {
 };
 
 // The forward's scores and chunk-entry states into the forward's scratch layout (gla.hpp), for the
-// backward (kernels_gla_bwd.cu).
+// backward (kernels_gla_bwd.cu); with dO and dS (16-bit storage) also the state gradients.
 template <class T>
 void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scratch, const GlaShape& s,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, const T* dO = nullptr, T* dS = nullptr) {
   const Dims d{int(s.seq), int(s.heads), int(s.dk), int(s.dv), int(s.chunk), int(s.seq / s.chunk)};
   const int C = d.chunk, e = int(sizeof(T));
   const unsigned bh = unsigned(s.batch * s.heads);
@@ -477,18 +483,29 @@ void scores_and_states(const T* q, const T* k, const T* v, const T* g, void* scr
     RAFTER_CUDA_LAUNCH_CHECK("gla_prepare");
   }
   // The scores need nothing from the states walk, which fills one wave or less at batch 1: they
-  // run beside it on a side stream.
-  const SideStream side = side_stream(SideStreamUse::ForwardScores);
+  // run beside it on a side stream; the state gradients' walk (the same kernel backwards over
+  // q∘e^b and dO) on a second.
+  const SideStream side = side_stream(SideStreamUse::ForwardScores),
+                   grads = side_stream(SideStreamUse::BackwardStates);
+  if constexpr (sizeof(T) == 2) {
+    allow_smem<gla_states_tc<T>>(states_tc_smem_bytes(64, e));
+    if (dO) {
+      grads.fork_from(stream);
+      gla_states_tc<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_tc_smem_bytes(C, e), grads.stream>>>(
+          w.qe, dO, w.decay, dS, d, true);
+      RAFTER_CUDA_LAUNCH_CHECK("gla_states_tc (state gradients)");
+    }
+  }
   allow_smem<gla_scores<T>>(scores_smem_bytes(64, e));
   side.fork_from(stream);
   gla_scores<T><<<dim3(unsigned(d.chunks), bh), kScoreThreads, scores_smem_bytes(C, e), side.stream>>>(
       q, k, g, w.A, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_scores");
   if constexpr (sizeof(T) == 2) {
-    allow_smem<gla_states_tc<T>>(states_tc_smem_bytes(64, e));
-    gla_states_tc<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_tc_smem_bytes(C, e), stream>>>(w.ke, v, w.decay,
-                                                                                                   w.h, d);
+    gla_states_tc<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_tc_smem_bytes(C, e), stream>>>(
+        w.ke, v, w.decay, w.h, d, false);
     RAFTER_CUDA_LAUNCH_CHECK("gla_states_tc");
+    if (dO) grads.join_into(stream);
   } else {
     allow_smem<gla_states<T>>(states_smem_bytes(64, e));
     gla_states<T><<<dim3(v_tiles, k_tiles, bh), kThreads, states_smem_bytes(C, e), stream>>>(k, v, g, w.h, d);
@@ -620,22 +637,21 @@ void gla_chunked_fwd(GlaType t, const void* q, const void* k, const void* v, con
 }
 
 void gla_chunked_scores_states(GlaType t, const void* q, const void* k, const void* v, const void* g,
-                               void* scratch, const GlaShape& s, cudaStream_t stream) {
+                               void* scratch, const GlaShape& s, cudaStream_t stream, const void* dO,
+                               void* dS) {
+  const auto run = [&](auto tag) {
+    using T = decltype(tag);
+    scores_and_states<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                         static_cast<const T*>(g), scratch, s, stream, static_cast<const T*>(dO),
+                         static_cast<T*>(dS));
+  };
   switch (t) {
-    case GlaType::BF16: {
-      using T = __nv_bfloat16;
-      return scores_and_states<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                                  static_cast<const T*>(g), scratch, s, stream);
-    }
-    case GlaType::F16: {
-      using T = __half;
-      return scores_and_states<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                                  static_cast<const T*>(g), scratch, s, stream);
-    }
+    case GlaType::BF16:
+      return run(__nv_bfloat16{});
+    case GlaType::F16:
+      return run(__half{});
     default:
-      return scores_and_states<float>(static_cast<const float*>(q), static_cast<const float*>(k),
-                                      static_cast<const float*>(v), static_cast<const float*>(g), scratch, s,
-                                      stream);
+      return run(0.f);
   }
 }
 

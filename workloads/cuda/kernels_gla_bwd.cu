@@ -3,13 +3,17 @@
 // head) and chunk n with in-chunk cumulative log-gates b_t (b_C the chunk's last), h_n the state
 // entering chunk n and dS_n the gradient of the state leaving it:
 //   gla_scores, gla_states (the forward's, kernels_gla.cu)   A_tτ, h_n
-//   gla_bwd_dstates (sequential backward, FP32 registers; on a second stream beside the two above):
+//   state gradients (sequential backward, FP32 registers; on a second stream beside the two above):
 //                                                            dS_{n−1} = diag(e^{b_C})·dS_n + (Q∘e^{b})ᵀ·dO
+//     16-bit storage: the forward's gla_states_tc walking backwards over its q∘e^b and dO (the
+//     same recurrence; ncu at batch 8 × 2048 on the H100: gla_bwd_dstates 808 µs, states_tc 192);
+//     FP32: gla_bwd_dstates
 //   gla_bwd_dqk (grid dk tiles × chunks):  dA = dO·Vᵀ,
 //     dq_t = e^{b_t}∘(do_t·h_nᵀ) + Σ_{τ≤t} dA_tτ·k_τ∘e^{b_t−b_τ}
 //     dk_τ = e^{b_C−b_τ}∘(v_τ·dS_nᵀ) + Σ_{t≥τ} dA_tτ·q_t∘e^{b_t−b_τ}
 //     and the in-chunk reverse sums of p = q∘dq − k∘dk (FP32, from the unrounded gradients)
 //   gla_bwd_dv (grid dv tiles × chunks):   dv_τ = (k_τ∘e^{b_C−b_τ})·dS_n + Σ_{t≥τ} A_tτ·do_t
+//     (16-bit: k_τ∘e^{b_C−b_τ} from the forward's gla_prepare)
 //   gla_bwd_dg_scan, gla_bwd_dg:           dg_t = Σ_{τ≥t} p_τ (the chunks' suffixes, then one add)
 // The dk×dv products are m16n8k16 tiles (mma.sync for BF16/FP16, FMAs for FP32; gla_device.cuh).
 // The gate-decayed intra-chunk sums of dq and dk run on CUDA cores term by term (every exponent
@@ -88,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
 // Warp w owns chunk rows [16w, 16w+16) (idle past C) and the block's 64 dk columns; over the dv
 // slices it accumulates dO·hᵀ, V·dSᵀ and dA = dO·Vᵀ, then adds the decayed intra-chunk sums.
 template <class T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     gla_bwd_dqk(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                 const T* __restrict__ g, const T* __restrict__ dO, const T* __restrict__ h,
                 const T* __restrict__ dS, T* __restrict__ dq, T* __restrict__ dk, float* __restrict__ psum,
@@ -138,6 +142,13 @@ __global__ void __launch_bounds__(kThreads)
   float* b = reinterpret_cast<float*>(gr + te);
   float* dAs = b + te;
   float* ps = dAs + te;
+  // The off-diagonal sub-chunk blocks' gated factors (every exponent ≤ 0), sub-chunk I ≥ 1's
+  // K̃_I[τ] = k_τ∘e^{b_{16I}−b_τ} (τ < 16I: 8·I·(I−1) rows on) and sub-chunk J < last's
+  // Q̃_J[t] = q_t∘e^{b_t−b_{16J+15}} (t > 16J+15), then dA in the storage type: 16-bit storage
+  // keeps it where the raw gates were, FP32 reads dAs itself.
+  T* kd = reinterpret_cast<T*>(ps + te);
+  T* qd = kd + 8 * (C / kSub) * (C / kSub - 1) * kLd;
+  T* dAt = sizeof(T) == 4 ? reinterpret_cast<T*>(dAs) : gr;
   async_tile(
       qr, [&](int r) { return q + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
   async_tile(
@@ -158,22 +169,94 @@ __global__ void __launch_bounds__(kThreads)
   dev::cp_async_wait<0>();
   __syncthreads();
   cumulative_gates(gr, b, C);  // ends with a barrier: dAs is complete too
+  const int nsub = C / kSub;
+  for (int I = 1; I < nsub; ++I) {
+    T* kI = kd + 8 * I * (I - 1) * kLd;
+    const int r = I * kSub;
+    for (int idx = threadIdx.x; idx < r * kTile; idx += blockDim.x) {
+      const int tau = idx / kTile, i = idx % kTile;
+      kI[tau * kLd + i] = from_f<T>(to_f(kr[tau * kLd + i]) * gate_exp<T>(b[r * kLd + i] - b[tau * kLd + i]));
+    }
+  }
+  for (int J = 0, rows0 = 0; J + 1 < nsub; rows0 += C - (J + 1) * kSub, ++J) {
+    T* qJ = qd + rows0 * kLd;
+    const int e = J * kSub + kSub - 1;
+    for (int idx = threadIdx.x; idx < (C - e - 1) * kTile; idx += blockDim.x) {
+      const int t = e + 1 + idx / kTile, i = idx % kTile;
+      qJ[(t - e - 1) * kLd + i] =
+          from_f<T>(to_f(qr[t * kLd + i]) * gate_exp<T>(b[t * kLd + i] - b[e * kLd + i]));
+    }
+  }
+  if constexpr (sizeof(T) == 2)
+    for (int idx = threadIdx.x; idx < C * C; idx += blockDim.x) {
+      const int t = idx / C, tau = idx % C;
+      dAt[t * kLd + tau] = from_f<T>(dAs[t * kLd + tau]);
+    }
+  __syncthreads();
   if (active) {
+    // Warp w's rows are sub-chunk w (kSub = 16): rows rs … re.
+    const int I = warp, rs = I * kSub, re = rs + kSub - 1;
     const float* last = b + (C - 1) * kLd;
+    // The inter-chunk terms' gates: dq_t's e^{b_t}, dk_τ's e^{b_C−b_τ}.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int r = warp * 16 + gq + 8 * half;  // dq's token t and dk's token τ
-      float br[16];
+      const int r = rs + gq + 8 * half;
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int c = nt * 8 + 2 * qq + e;
-          br[2 * nt + e] = b[r * kLd + c];
-          aq[nt][2 * half + e] *= gate_exp<T>(br[2 * nt + e]);
-          ak[nt][2 * half + e] *= gate_exp<T>(last[c] - br[2 * nt + e]);
+          aq[nt][2 * half + e] *= gate_exp<T>(b[r * kLd + c]);
+          ak[nt][2 * half + e] *= gate_exp<T>(last[c] - b[r * kLd + c]);
         }
-      for (int tau = 0; tau <= r; ++tau) {  // dq_r += Σ_{τ≤r} dA_rτ k_τ e^{b_r − b_τ}
+    }
+    // Earlier sub-chunks' part of dq: e^{b_t−b_rs}∘(dA[t, < rs]·K̃_I); later sub-chunks' part of
+    // dk: e^{b_re−b_τ}∘(dA[> re, τ]ᵀ·Q̃_I). Tensor-core tiles (FMAs for FP32).
+    float off[8][4];
+#pragma unroll
+    for (int side = 0; side < 2; ++side) {
+      if (side == 0 ? I == 0 : I + 1 == nsub) continue;
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) off[nt][0] = off[nt][1] = off[nt][2] = off[nt][3] = 0.f;
+      if (side == 0) {
+        const T* kI = kd + 8 * I * (I - 1) * kLd;
+        for (int kk = 0; kk < rs; kk += 16)
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt)
+            mma16(off[nt], dAt + rs * kLd + kk, kLd, 1, kI + kk * kLd + nt * 8, kLd, 1);
+      } else {
+        // Q̃_I's rows begin after the earlier sub-chunks' (C − 16(J+1) rows each, J < I).
+        const T* qI = qd + (I * C - 8 * I * (I + 1)) * kLd;
+        for (int kk = 0; kk < C - re - 1; kk += 16)
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt)
+            mma16(off[nt], dAt + (re + 1 + kk) * kLd + rs, 1, kLd, qI + kk * kLd + nt * 8, kLd, 1);
+      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = rs + gq + 8 * half;
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int c = nt * 8 + 2 * qq + e;
+            if (side == 0)
+              aq[nt][2 * half + e] += off[nt][2 * half + e] * gate_exp<T>(b[r * kLd + c] - b[rs * kLd + c]);
+            else
+              ak[nt][2 * half + e] += off[nt][2 * half + e] * gate_exp<T>(b[re * kLd + c] - b[r * kLd + c]);
+          }
+      }
+    }
+    // The diagonal block term by term (exact FP32 dA).
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = rs + gq + 8 * half;  // dq's token t and dk's token τ
+      float br[16];
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) br[2 * nt + e] = b[r * kLd + nt * 8 + 2 * qq + e];
+      for (int tau = rs; tau <= r; ++tau) {  // dq_r += Σ_{rs≤τ≤r} dA_rτ k_τ e^{b_r − b_τ}
         const float a = dAs[r * kLd + tau];
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
@@ -184,7 +267,7 @@ __global__ void __launch_bounds__(kThreads)
           aq[nt][2 * half + 1] += a * kv.y * gate_exp<T>(br[2 * nt + 1] - bt.y);
         }
       }
-      for (int t = r; t < C; ++t) {  // dk_r += Σ_{t≥r} dA_tr q_t e^{b_t − b_r}
+      for (int t = r; t <= re; ++t) {  // dk_r += Σ_{r≤t≤re} dA_tr q_t e^{b_t − b_r}
         const float a = dAs[t * kLd + r];
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
@@ -222,7 +305,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- dv: grid (dv tiles, chunks, batch·heads) --------------------------------------------------
-// Warp w owns chunk rows [16w, 16w+16) (idle past C) and the block's 64 dv columns.
+// Warp w owns chunk rows [16w, 16w+16) (idle past C) and the block's 64 dv columns. With g null, k
+// is already K∘e^{b_C−b} (the forward's gla_prepare, 16-bit storage): no gates here.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     gla_bwd_dv(const T* __restrict__ k, const T* __restrict__ g, const T* __restrict__ dO,
@@ -241,23 +325,30 @@ __global__ void __launch_bounds__(kThreads)
   for (int i0 = 0; i0 < d.dk; i0 += kTile) {
     const int wk = min(kTile, d.dk - i0);
     __syncthreads();  // the previous slice is read
-    async_tile(
-        kr, [&](int r) { return k + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
-    async_tile(
-        gr, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+    if (g) {
+      async_tile(
+          kr, [&](int r) { return k + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+      async_tile(
+          gr, [&](int r) { return g + d.row(bh, t0 + r) * d.dk + i0; }, C, wk);
+    } else {  // k̃'s layout: [batch·heads, seq, dk]
+      async_tile(
+          kr, [&](int r) { return k + (std::size_t(bh) * d.seq + t0 + r) * d.dk + i0; }, C, wk);
+    }
     async_tile(
         dss, [&](int r) { return dSn + std::size_t(i0 + r) * d.dv; }, wk, wv);
     dev::cp_async_commit();
     zero_rows(dss, wk);
     dev::cp_async_wait<0>();
     __syncthreads();
-    cumulative_gates(gr, b, C);
-    const float* last = b + (C - 1) * kLd;
-    for (int idx = threadIdx.x; idx < C * kTile; idx += blockDim.x) {
-      const int t = idx / kTile, i = idx % kTile;
-      kr[t * kLd + i] = from_f<T>(to_f(kr[t * kLd + i]) * gate_exp<T>(last[i] - b[t * kLd + i]));
+    if (g) {
+      cumulative_gates(gr, b, C);
+      const float* last = b + (C - 1) * kLd;
+      for (int idx = threadIdx.x; idx < C * kTile; idx += blockDim.x) {
+        const int t = idx / kTile, i = idx % kTile;
+        kr[t * kLd + i] = from_f<T>(to_f(kr[t * kLd + i]) * gate_exp<T>(last[i] - b[t * kLd + i]));
+      }
+      __syncthreads();
     }
-    __syncthreads();
     if (active) mma_rows_x64(acc, kr + warp * 16 * kLd, dss, 0, wk);
   }
   __syncthreads();
@@ -304,8 +395,10 @@ __global__ void gla_bwd_dg(const float* __restrict__ psum, const float* __restri
 }
 
 int dstates_smem_bytes(int C, int elem) { return C * kLd * (4 + 6 * elem) + kTile * kLd * elem; }
-int dqk_smem_bytes(int C, int elem) {
-  return std::max((2 * C + 2 * kTile) * kLd * elem, C * kLd * (3 * elem + 12));
+int dqk_smem_bytes(int C, int elem) {  // the products' operands; or q, k, g, b, dA, p, K̃ and Q̃
+  const int nsub = C / kSub;
+  return std::max((2 * C + 2 * kTile) * kLd * elem,
+                  C * kLd * (3 * elem + 12) + 16 * nsub * (nsub - 1) * kLd * elem);
 }
 int dv_smem_bytes(int C, int elem) { return C * kLd * (4 + 2 * elem) + kTile * kLd * elem; }
 
@@ -340,23 +433,34 @@ void chunked_bwd(GlaType type, const T* q, const T* k, const T* v, const T* g, c
                  k_tiles = unsigned((s.dk + kTile - 1) / kTile);
   const T* h = static_cast<const T*>(w.h);
   T* dS = static_cast<T*>(w.dS);
-  // The state gradients need nothing from the forward's launches: the two sequential walks over
-  // the chunks (a block per 64×64 state tile, under one wave at batch 1) run side by side.
-  const SideStream side = side_stream(SideStreamUse::BackwardStates);
-  allow_smem<gla_bwd_dstates<T>>(dstates_smem_bytes(64, e));
-  side.fork_from(stream);
-  gla_bwd_dstates<T>
-      <<<dim3(v_tiles, k_tiles, bh), kThreads, dstates_smem_bytes(C, e), side.stream>>>(q, g, dO, dS, d);
-  RAFTER_CUDA_LAUNCH_CHECK("gla_bwd_dstates");
-  gla_chunked_scores_states(type, q, k, v, g, scratch, s, stream);
-  side.join_into(stream);
+  if constexpr (sizeof(T) == 2) {
+    // The state gradients by the forward's states kernel walking backwards over its q∘e^b and dO,
+    // beside the forward's states walk (both a block per 64×64 state tile, under one wave at
+    // batch 1).
+    gla_chunked_scores_states(type, q, k, v, g, scratch, s, stream, dO, dS);
+  } else {
+    // FP32: the state gradients need nothing from the forward's launches; the two sequential
+    // walks run side by side.
+    const SideStream side = side_stream(SideStreamUse::BackwardStates);
+    allow_smem<gla_bwd_dstates<T>>(dstates_smem_bytes(64, e));
+    side.fork_from(stream);
+    gla_bwd_dstates<T>
+        <<<dim3(v_tiles, k_tiles, bh), kThreads, dstates_smem_bytes(C, e), side.stream>>>(q, g, dO, dS, d);
+    RAFTER_CUDA_LAUNCH_CHECK("gla_bwd_dstates");
+    gla_chunked_scores_states(type, q, k, v, g, scratch, s, stream);
+    side.join_into(stream);
+  }
   allow_smem<gla_bwd_dqk<T>>(dqk_smem_bytes(64, e));
   gla_bwd_dqk<T><<<dim3(k_tiles, unsigned(d.chunks), bh), kThreads, dqk_smem_bytes(C, e), stream>>>(
       q, k, v, g, dO, h, dS, dq, dk, w.psum, w.ptot, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_bwd_dqk");
   allow_smem<gla_bwd_dv<T>>(dv_smem_bytes(64, e));
+  // 16-bit: dv's K∘e^{b_C−b} is the forward's gla_prepare's (scratch).
+  const T* kd = sizeof(T) == 2 ? reinterpret_cast<const T*>(static_cast<const unsigned char*>(scratch) +
+                                                            gla_fwd_scratch_layout(s, type).k_decayed)
+                               : k;
   gla_bwd_dv<T><<<dim3(v_tiles, unsigned(d.chunks), bh), kThreads, dv_smem_bytes(C, e), stream>>>(
-      k, g, dO, dS, w.A, dv, d);
+      kd, sizeof(T) == 2 ? nullptr : g, dO, dS, w.A, dv, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_bwd_dv");
   const int columns = int(bh) * d.dk;
   gla_bwd_dg_scan<<<unsigned((columns + 127) / 128), 128, 0, stream>>>(w.ptot, d.chunks, d.dk, columns);
