@@ -197,19 +197,20 @@ __global__ void __launch_bounds__(kThreads, 2)
     // Warp w's rows are sub-chunk w (kSub = 16): rows rs … re.
     const int I = warp, rs = I * kSub, re = rs + kSub - 1;
     const float* last = b + (C - 1) * kLd;
+    // f(n-tile, fragment element, row, column) over this lane's 32 fragment elements.
+    const auto each = [&](auto&& f) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) f(nt, 2 * half + e, rs + gq + 8 * half, nt * 8 + 2 * qq + e);
+    };
     // The inter-chunk terms' gates: dq_t's e^{b_t}, dk_τ's e^{b_C−b_τ}.
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = rs + gq + 8 * half;
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int c = nt * 8 + 2 * qq + e;
-          aq[nt][2 * half + e] *= gate_exp<T>(b[r * kLd + c]);
-          ak[nt][2 * half + e] *= gate_exp<T>(last[c] - b[r * kLd + c]);
-        }
-    }
+    each([&](int nt, int x, int r, int c) {
+      aq[nt][x] *= gate_exp<T>(b[r * kLd + c]);
+      ak[nt][x] *= gate_exp<T>(last[c] - b[r * kLd + c]);
+    });
     // Earlier sub-chunks' part of dq: e^{b_t−b_rs}∘(dA[t, < rs]·K̃_I); later sub-chunks' part of
     // dk: e^{b_re−b_τ}∘(dA[> re, τ]ᵀ·Q̃_I). Tensor-core tiles (FMAs for FP32).
     float off[8][4];
@@ -232,20 +233,12 @@ __global__ void __launch_bounds__(kThreads, 2)
           for (int nt = 0; nt < 8; ++nt)
             mma16(off[nt], dAt + (re + 1 + kk) * kLd + rs, 1, kLd, qI + kk * kLd + nt * 8, kLd, 1);
       }
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = rs + gq + 8 * half;
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int c = nt * 8 + 2 * qq + e;
-            if (side == 0)
-              aq[nt][2 * half + e] += off[nt][2 * half + e] * gate_exp<T>(b[r * kLd + c] - b[rs * kLd + c]);
-            else
-              ak[nt][2 * half + e] += off[nt][2 * half + e] * gate_exp<T>(b[re * kLd + c] - b[r * kLd + c]);
-          }
-      }
+      each([&](int nt, int x, int r, int c) {
+        if (side == 0)
+          aq[nt][x] += off[nt][x] * gate_exp<T>(b[r * kLd + c] - b[rs * kLd + c]);
+        else
+          ak[nt][x] += off[nt][x] * gate_exp<T>(b[re * kLd + c] - b[r * kLd + c]);
+      });
     }
     // The diagonal block term by term (exact FP32 dA).
 #pragma unroll
