@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(kThreads)
 // output kernels then read operands ready for the tensor cores: no scan, no exp, no extra barrier.
 constexpr int kPrepareGroups = 8;
 template <class T>
-__global__ void __launch_bounds__(32 * kPrepareGroups)
+__global__ void __launch_bounds__(32 * kPrepareGroups, 4)
     gla_prepare(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ g, T* __restrict__ qe,
                 T* __restrict__ ke, float* __restrict__ decay, Dims d) {
   __shared__ float2 totals[kPrepareGroups][32];
@@ -283,15 +283,24 @@ __global__ void __launch_bounds__(32 * kPrepareGroups)
   const bool live = i < d.dk;
   const int t0 = n * d.chunk + grp * per;
   constexpr int kMaxPer = 64 / kPrepareGroups;
-  float2 b[kMaxPer], qv[kMaxPer], kv[kMaxPer];  // q and k loaded with g: all in flight at once
+  // Every load first, unconditionally (rows past `per` repeat the first row, unused), then the
+  // sums: with the running sum in the same guarded step as its loads, each step's loads waited for
+  // the last step's (the compiler made a branch a step and recomputed the row's division in each).
+  float2 b[kMaxPer], qv[kMaxPer], kv[kMaxPer];  // b: g's values, then their running sums
+  if (live) {
+    const std::size_t in0 = d.row(bh, t0) * d.dk + i,
+                      step = std::size_t(d.heads) * d.dk;  // token t0 + 1: + step
+#pragma unroll
+    for (int j = 0; j < kMaxPer; ++j) {
+      const std::size_t in = in0 + std::size_t(j < per ? j : 0) * step;
+      qv[j] = load2(q + in), kv[j] = load2(k + in), b[j] = load2(g + in);
+    }
+  }
   float2 run = make_float2(0.f, 0.f);
 #pragma unroll
   for (int j = 0; j < kMaxPer; ++j)
     if (j < per && live) {
-      const std::size_t in = d.row(bh, t0 + j) * d.dk + i;
-      qv[j] = load2(q + in), kv[j] = load2(k + in);
-      const float2 x = load2(g + in);
-      run.x += x.x, run.y += x.y;
+      run.x += b[j].x, run.y += b[j].y;
       b[j] = run;
     }
   totals[grp][lane] = run;
