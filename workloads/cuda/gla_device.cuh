@@ -230,6 +230,22 @@ __device__ __forceinline__ void cumulative_gates(const T* graw, float* b, int C)
   __syncthreads();
 }
 
+// The keys of a chunk's earlier sub-chunks as seen from later sub-chunk I ≥ 1 (r = 16I its first
+// token): K̃_I[τ][i] = k_τ[i]·e^{b_r[i]−b_τ[i]} for τ < r (every exponent ≤ 0), from the raw tile k
+// and the cumulative gates b ([C][kLd]); K̃_I starts 8·I·(I−1) rows into kd. The forward's scores
+// and the backward's dq take their cross-sub-chunk products through these. No barrier.
+template <class T>
+__device__ __forceinline__ void earlier_key_factors(const T* k, const float* b, T* kd, int nsub) {
+  for (int I = 1; I < nsub; ++I) {
+    T* kI = kd + 8 * I * (I - 1) * kLd;
+    const int r = I * kSub;
+    for (int idx = threadIdx.x; idx < r * kTile; idx += blockDim.x) {
+      const int tau = idx / kTile, i = idx % kTile;
+      kI[tau * kLd + i] = from_f<T>(to_f(k[tau * kLd + i]) * gate_exp<T>(b[r * kLd + i] - b[tau * kLd + i]));
+    }
+  }
+}
+
 // Index helpers over [batch, seq, heads, d].
 struct Dims {
   int seq, heads, dk, dv, chunk, chunks;

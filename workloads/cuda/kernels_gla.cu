@@ -92,15 +92,7 @@ __global__ void __launch_bounds__(kScoreThreads, 2)
       const int t = idx / kTile, i = idx % kTile, r = t / kSub * kSub;
       qd[t * kLd + i] = from_f<T>(to_f(qr[t * kLd + i]) * gate_exp<T>(b[t * kLd + i] - b[r * kLd + i]));
     }
-    for (int I = 1; I < nsub; ++I) {
-      T* kI = kd + 8 * I * (I - 1) * kLd;
-      const int r = I * kSub;
-      for (int idx = threadIdx.x; idx < r * kTile; idx += blockDim.x) {
-        const int tau = idx / kTile, i = idx % kTile;
-        kI[tau * kLd + i] =
-            from_f<T>(to_f(kr[tau * kLd + i]) * gate_exp<T>(b[r * kLd + i] - b[tau * kLd + i]));
-      }
-    }
+    earlier_key_factors(kr, b, kd, nsub);
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < kTilesPerWarp; ++j) {

@@ -16,9 +16,10 @@
 //     (16-bit: k_τ∘e^{b_C−b_τ} from the forward's gla_prepare)
 //   gla_bwd_dg_scan, gla_bwd_dg:           dg_t = Σ_{τ≥t} p_τ (the chunks' suffixes, then one add)
 // The dk×dv products are m16n8k16 tiles (mma.sync for BF16/FP16, FMAs for FP32; gla_device.cuh).
-// The gate-decayed intra-chunk sums of dq and dk run on CUDA cores term by term (every exponent
-// ≤ 0, as in the forward's diagonal blocks). Staging by 16-byte cp.async; only the state gradients'
-// walk double-buffers (the dq/dk and dv kernels wait for each slice).
+// The gate-decayed intra-chunk sums of dq and dk: sub-chunks apart on the product tiles through
+// K̃/Q̃ factors (every exponent ≤ 0, as the forward's scores), the diagonal 16×16 blocks term by
+// term on CUDA cores. Staging by 16-byte cp.async; only the state gradients' walk double-buffers
+// (the dq/dk and dv kernels wait for each slice).
 #include <algorithm>
 
 #include "gla.hpp"
@@ -143,7 +144,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* dAs = b + te;
   float* ps = dAs + te;
   // The off-diagonal sub-chunk blocks' gated factors (every exponent ≤ 0), sub-chunk I ≥ 1's
-  // K̃_I[τ] = k_τ∘e^{b_{16I}−b_τ} (τ < 16I: 8·I·(I−1) rows on) and sub-chunk J < last's
+  // K̃_I[τ] = k_τ∘e^{b_{16I}−b_τ} (τ < 16I; earlier_key_factors) and sub-chunk J < last's
   // Q̃_J[t] = q_t∘e^{b_t−b_{16J+15}} (t > 16J+15), then dA in the storage type: 16-bit storage
   // keeps it where the raw gates were, FP32 reads dAs itself.
   T* kd = reinterpret_cast<T*>(ps + te);
@@ -170,14 +171,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   __syncthreads();
   cumulative_gates(gr, b, C);  // ends with a barrier: dAs is complete too
   const int nsub = C / kSub;
-  for (int I = 1; I < nsub; ++I) {
-    T* kI = kd + 8 * I * (I - 1) * kLd;
-    const int r = I * kSub;
-    for (int idx = threadIdx.x; idx < r * kTile; idx += blockDim.x) {
-      const int tau = idx / kTile, i = idx % kTile;
-      kI[tau * kLd + i] = from_f<T>(to_f(kr[tau * kLd + i]) * gate_exp<T>(b[r * kLd + i] - b[tau * kLd + i]));
-    }
-  }
+  earlier_key_factors(kr, b, kd, nsub);
   for (int J = 0, rows0 = 0; J + 1 < nsub; rows0 += C - (J + 1) * kSub, ++J) {
     T* qJ = qd + rows0 * kLd;
     const int e = J * kSub + kSub - 1;
@@ -398,6 +392,7 @@ int dv_smem_bytes(int C, int elem) { return C * kLd * (4 + 2 * elem) + kTile * k
 struct BwdScratch {
   float* A;
   void* h;
+  void* k_decayed;  // the forward's K∘e^{b_C−b} (16-bit storage; empty for FP32)
   void* dS;
   float *psum, *ptot;
 };
@@ -409,6 +404,7 @@ BwdScratch carve(void* scratch, const GlaShape& s, GlaType t) {
   BwdScratch r{};
   r.A = reinterpret_cast<float*>(base + fwd.scores);
   r.h = base + fwd.states;
+  r.k_decayed = base + fwd.k_decayed;
   r.dS = base + fwd.end;  // after the forward's scratch
   r.psum = reinterpret_cast<float*>(static_cast<unsigned char*>(r.dS) + states);
   r.ptot = r.psum + bh * std::size_t(s.seq * s.dk);
@@ -449,9 +445,7 @@ void chunked_bwd(GlaType type, const T* q, const T* k, const T* v, const T* g, c
   RAFTER_CUDA_LAUNCH_CHECK("gla_bwd_dqk");
   allow_smem<gla_bwd_dv<T>>(dv_smem_bytes(64, e));
   // 16-bit: dv's K∘e^{b_C−b} is the forward's gla_prepare's (scratch).
-  const T* kd = sizeof(T) == 2 ? reinterpret_cast<const T*>(static_cast<const unsigned char*>(scratch) +
-                                                            gla_fwd_scratch_layout(s, type).k_decayed)
-                               : k;
+  const T* kd = sizeof(T) == 2 ? static_cast<const T*>(w.k_decayed) : k;
   gla_bwd_dv<T><<<dim3(v_tiles, unsigned(d.chunks), bh), kThreads, dv_smem_bytes(C, e), stream>>>(
       kd, sizeof(T) == 2 ? nullptr : g, dO, dS, w.A, dv, d);
   RAFTER_CUDA_LAUNCH_CHECK("gla_bwd_dv");
