@@ -544,12 +544,7 @@ void chunked_fwd(const T* q, const T* k, const T* v, const T* g, T* o, void* scr
 // rows r, r + 32, … of its four columns, so a warp reads four 128-byte row segments per step and a
 // thread has its rows' loads in flight together; the state streams through once (read, decayed and
 // updated, written), o's 32 row-group partial sums meet in shared memory. One launch, no partials.
-// The rows go in batches of kDecodeBatch: every load of a batch first, then the updates and their
-// stores (the streaming load and store intrinsics keep their order, so a loop that stored each row
-// before loading the next held one state load in flight per thread: SASS). 8 rows a batch hold all
-// of a GLA-1.3B head's (dk 256) in flight at once: 128 registers, 2 blocks an SM, 64 KB of loads in
-// flight per SM (4 rows: 74 registers, 3 blocks, 48 KB; the one-row loop: 57, 4 blocks, 16 KB).
-constexpr int kDecodeQuads = 8, kDecodeRowGroups = 32, kDecodeBatch = 8;  // 256 threads
+constexpr int kDecodeQuads = 8, kDecodeRowGroups = 32;  // 256 threads
 
 template <class T>
 __global__ void __launch_bounds__(kDecodeQuads* kDecodeRowGroups)
@@ -564,27 +559,17 @@ __global__ void __launch_bounds__(kDecodeQuads* kDecodeRowGroups)
   if (live) {
     const T* vv = v + std::size_t(bh) * dv + 4 * c4;
     const float v0 = to_f(vv[0]), v1 = to_f(vv[1]), v2 = to_f(vv[2]), v3 = to_f(vv[3]);
-    for (int i0 = rg; i0 < dk; i0 += kDecodeBatch * kDecodeRowGroups) {
-      float4 s[kDecodeBatch];
-      float gv[kDecodeBatch], kv[kDecodeBatch], qv[kDecodeBatch];
-#pragma unroll
-      for (int u = 0; u < kDecodeBatch; ++u) {  // rows past dk load row i0 again, unused
-        const int i = i0 + u * kDecodeRowGroups < dk ? i0 + u * kDecodeRowGroups : i0;
-        const std::size_t ki = std::size_t(bh) * dk + i;
-        gv[u] = to_f(g[ki]), kv[u] = to_f(k[ki]), qv[u] = to_f(q[ki]);
-        s[u] = __ldcs(reinterpret_cast<const float4*>(S) + (ki * dv) / 4 + c4);
-      }
-#pragma unroll
-      for (int u = 0; u < kDecodeBatch; ++u) {
-        const int i = i0 + u * kDecodeRowGroups;
-        if (i >= dk) break;
-        const float alpha = gate_exp<T>(gv[u]);
-        const float4 w = make_float4(fmaf(alpha, s[u].x, kv[u] * v0), fmaf(alpha, s[u].y, kv[u] * v1),
-                                     fmaf(alpha, s[u].z, kv[u] * v2), fmaf(alpha, s[u].w, kv[u] * v3));
-        __stcs(reinterpret_cast<float4*>(S_out) + ((std::size_t(bh) * dk + i) * dv) / 4 + c4, w);
-        acc.x = fmaf(qv[u], w.x, acc.x), acc.y = fmaf(qv[u], w.y, acc.y);
-        acc.z = fmaf(qv[u], w.z, acc.z), acc.w = fmaf(qv[u], w.w, acc.w);
-      }
+#pragma unroll 8
+    for (int i = rg; i < dk; i += kDecodeRowGroups) {
+      const std::size_t ki = std::size_t(bh) * dk + i;
+      const float alpha = gate_exp<T>(to_f(g[ki])), kv = to_f(k[ki]), qv = to_f(q[ki]);
+      const std::size_t at = (ki * dv) / 4 + c4;
+      const float4 s = __ldcs(reinterpret_cast<const float4*>(S) + at);
+      const float4 u = make_float4(fmaf(alpha, s.x, kv * v0), fmaf(alpha, s.y, kv * v1),
+                                   fmaf(alpha, s.z, kv * v2), fmaf(alpha, s.w, kv * v3));
+      __stcs(reinterpret_cast<float4*>(S_out) + at, u);
+      acc.x = fmaf(qv, u.x, acc.x), acc.y = fmaf(qv, u.y, acc.y);
+      acc.z = fmaf(qv, u.z, acc.z), acc.w = fmaf(qv, u.w, acc.w);
     }
   }
   part[rg][quad] = acc;
