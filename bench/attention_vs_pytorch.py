@@ -29,6 +29,9 @@ MODELS = {"7b": (32, 32, 128), "70b": (64, 8, 128)}  # heads, kv_heads, head_dim
 SEQS = [int(s) for s in os.environ.get("SEQS", "512 2048 8192 16384").split()]
 KV_LENS = [int(s) for s in os.environ.get("KV_LENS", "512 4096 16384").split()]
 DECODE_BATCHES = [int(s) for s in os.environ.get("DECODE_BATCHES", "1 16 64").split()]
+# Decode split counts to time beside the kernel's own choice (0), rafter only (shape key "splits");
+# the targets are judged on the kernel's own choice.
+DECODE_SPLITS = [int(s) for s in os.environ.get("DECODE_SPLITS", "0").split()]
 
 
 def rows():
@@ -48,9 +51,12 @@ def rows():
     for model, (h, hkv, d) in MODELS.items():
         for kv in KV_LENS:
             for b in DECODE_BATCHES:
-                out.append({"kind": "decode", "model": model, "op": "attention_decode", "phase": "fwd",
-                            "precision": "bf16",
-                            "shape": {"batch": b, "kv_len": kv, "heads": h, "kv_heads": hkv, "head_dim": d}})
+                for splits in DECODE_SPLITS:
+                    shape = {"batch": b, "kv_len": kv, "heads": h, "kv_heads": hkv, "head_dim": d}
+                    if splits > 0:
+                        shape["splits"] = splits
+                    out.append({"kind": "decode", "model": model, "op": "attention_decode", "phase": "fwd",
+                                "precision": "bf16", "shape": shape})
     return out
 
 
@@ -86,7 +92,8 @@ def torch_rows(rs, results, out_path):
     results.update({"_torch": torch.__version__, "_gpu": torch.cuda.get_device_name(0),
                     "_torch_cudnn": torch.backends.cudnn.version()})
     backends = {"cudnn": [SDPBackend.CUDNN_ATTENTION], "default": None}
-    for row in (r for r in rs if r["kind"] not in ("fwd8", "bwd8")):  # FP8: against rafter's own BF16 rows
+    # FP8: against rafter's own BF16 rows; decode with a given split count: against the plain row's torch.
+    for row in (r for r in rs if r["kind"] not in ("fwd8", "bwd8") and "splits" not in r["shape"]):
         sh = row["shape"]
         b, h, hkv, d = sh["batch"], sh["heads"], sh["kv_heads"], sh["head_dim"]
         q_len, kv_len = (1, sh["kv_len"]) if row["kind"] == "decode" else (sh["seq"], sh["seq"])
@@ -188,22 +195,26 @@ def table(rs, results, read_bw):
                   f"{t16 * 1e6:10.1f}{f / t16 / 1e12:8.1f}{t16 / t8:9.2f}  {chk}")
             if target and not (t16 / t8 >= target):
                 fails.append(f"fp8 {base} {row['model']} seq {sh['seq']} causal {sh['causal']}: {t16 / t8:.2f}x BF16")
-    print("\n== decode, BF16 (one query token per sequence; % of the HBM read ceiling from the compulsory bytes)")
+    print("\n== decode, BF16 (one query token per sequence; % of the HBM read ceiling from the compulsory bytes;"
+          " splits *: given by the shape)")
     print(f"{'model':<6}{'batch':>6}{'kv_len':>8}{'MB':>8}{'rafter us':>11}{'%roof':>7}{'torch cuDNN us':>15}{'%roof':>7}"
           f"{'torch default us':>17}{'%roof':>7}  splits  check")
     for row in (r for r in rs if r["kind"] == "decode"):
         e = results.get(g.row_key(row), {})
         rec = e.get("record") or {}
         sh = row["shape"]
+        plain = {**row, "shape": {k: v for k, v in sh.items() if k != "splits"}}
+        et = results.get(g.row_key(plain), {})  # torch ran the shape once, without a split count
         tr = ((rec.get("time") or {}).get("value")) or float("nan")
-        tc, td = e.get("cudnn_seconds", float("nan")), e.get("default_seconds", float("nan"))
+        tc, td = et.get("cudnn_seconds", float("nan")), et.get("default_seconds", float("nan"))
         by = decode_bytes(sh)
         pct = lambda t: 100.0 * by / t / read_bw if read_bw else float("nan")  # noqa: E731
         splits = ((rec.get("details") or {}).get("decode") or {}).get("splits", "-")
         chk = "pass" if (rec.get("check") or {}).get("passed") else f"FAIL {rec.get('status')} {rec.get('note', '')[:60]}"
+        given = "*" if "splits" in sh else " "  # split count given by the shape
         print(f"{row['model']:<6}{sh['batch']:>6}{sh['kv_len']:>8}{by / 1e6:8.1f}{tr * 1e6:11.1f}{pct(tr):7.1f}"
-              f"{tc * 1e6:15.1f}{pct(tc):7.1f}{td * 1e6:17.1f}{pct(td):7.1f}  {splits!s:>6}  {chk}")
-        if sh["kv_len"] == 4096 and sh["batch"] in (16, 64):
+              f"{tc * 1e6:15.1f}{pct(tc):7.1f}{td * 1e6:17.1f}{pct(td):7.1f}  {splits!s:>5}{given}  {chk}")
+        if sh["kv_len"] == 4096 and sh["batch"] in (16, 64) and "splits" not in sh:
             best_torch = min(x for x in (tc, td) if not math.isnan(x)) if not (math.isnan(tc) and math.isnan(td)) else float("nan")
             if not (pct(tr) >= 85.0):
                 fails.append(f"decode {row['model']} b{sh['batch']} kv4096: {pct(tr):.1f}% of the read roof < 85%")

@@ -7,7 +7,7 @@
 # wheel: bench/device_build.sh):
 #   bash bench/attention_vs_pytorch.sh [build-dir]
 # STAGES (default all) picks a subset: "build test sanitize probe bench"; SEQS, KV_LENS and
-# DECODE_BATCHES pick the rows (bench/attention_vs_pytorch.py).
+# DECODE_BATCHES pick the rows, DECODE_SPLITS adds decode rows at given split counts (bench/attention_vs_pytorch.py).
 set -uo pipefail
 build=${1:-build-dev}
 out=${OUT:-/tmp/attention}

@@ -1,7 +1,8 @@
 // Fused attention on the GPU: cuDNN SDPA forward and backward ("cuda.cudnn", where cuDNN was
 // found; its FP8 E4M3 forward and backward too) and the split-KV decode kernel ("cuda.splitkv") against the
 // catalogue's FP64 reference on random data with poisoned outputs: causal and not, GQA, head dims 64 and 128,
-// decode chunkings with one and several splits and every heads-per-block path. The unfused path
+// decode chunkings with one and several splits (chosen, and given by the shape) and every heads-per-block
+// path. The unfused path
 // (cuda.unfused) runs the same prefill cases through its backend directly, since the fused one wins the
 // registry's choice. Runs only where a GPU is present; bench/attention_vs_pytorch.sh also runs it under
 // compute-sanitizer.
@@ -103,6 +104,14 @@ TEST(AttentionCuda, FusedAttentionMatchesTheReference) {
                          decode(2, 33, 4, 4, 128), decode(1, 200, 8, 1, 128), decode(2, 197, 16, 2, 64),
                          decode(3, 13, 8, 1, 128), decode(2, 200, 16, 2, 128)})
     cases.push_back(instance("attention_decode", s));
+  // Split counts given by the shape, merged by the last block of each group: the CUDA-core paths (1 and
+  // 2 heads a block) and the tensor cores, down to one token a chunk.
+  for (auto [s, splits] : {std::pair{decode(2, 200, 6, 2, 64), 5}, std::pair{decode(2, 197, 4, 2, 64), 3},
+                           std::pair{decode(2, 197, 16, 2, 64), 7}, std::pair{decode(2, 200, 16, 2, 128), 4},
+                           std::pair{decode(1, 13, 8, 1, 128), 13}}) {
+    s["splits"] = splits;
+    cases.push_back(instance("attention_decode", s));
+  }
   for (const OpInstance& i : cases) {
     if (backend_for(i) == "none") continue;  // backward without cuDNN
     const rafter::OperatorRecord r = profile_instance(i, quick_context(), {});
@@ -111,6 +120,9 @@ TEST(AttentionCuda, FusedAttentionMatchesTheReference) {
       EXPECT_EQ(r.details.at("decode").value("tensor_cores", false),
                 i.shape.at("heads") == 8 * i.shape.at("kv_heads"))
           << describe(i);
+      if (i.shape.count("splits")) {
+        EXPECT_EQ(r.details.at("decode").value("splits", 0), i.shape.at("splits"));
+      }
     }
   }
 }

@@ -98,6 +98,17 @@ TEST(OperatorCosts, AttentionCausalPairs) {
   EXPECT_DOUBLE_EQ(flops(c, "bf16"), 4 * 3 * 8 * 100.0 * 128);
   EXPECT_DOUBLE_EQ(c.compulsory_bytes, 2.0 * 128 * (2 * 3 * 8 + 2 * 3 * 100 * 2));
   EXPECT_THROW(cost_of("attention_decode", {{"heads", 6}, {"kv_heads", 4}}, "bf16"), InputError);
+  // A given split count changes how the cache is cut, not what is computed or moved; at most kv_len.
+  const Shape split{{"batch", 3}, {"kv_len", 100}, {"heads", 8}, {"kv_heads", 2}, {"head_dim", 128}, {"splits", 7}};
+  EXPECT_DOUBLE_EQ(cost_of("attention_decode", split, "bf16").compulsory_bytes, c.compulsory_bytes);
+  Shape too_many = split;
+  too_many["splits"] = 101;
+  EXPECT_THROW(cost_of("attention_decode", too_many, "bf16"), InputError);
+  const auto& decode = OperatorRegistry::instance().get("attention_decode");
+  const OpInstance small = decode.check_instance(normalize_instance(
+      decode, {"attention_decode", "", "", {{"batch", 1}, {"kv_len", 4096}, {"splits", 1000}}, "bf16", 1}));
+  EXPECT_LE(small.shape.at("splits"), small.shape.at("kv_len"));
+  EXPECT_NO_THROW(decode.validate(small));
 }
 
 TEST(OperatorCosts, UnfusedAttentionAndGla) {

@@ -1,9 +1,9 @@
 // "cuda.splitkv": attention_decode (one query token per sequence against a BF16 KV cache) on our
 // split-KV kernel (kernels_attention_decode.cu): the cache cut into chunks for enough blocks at
-// small batch, GQA groups served once per KV head, the chunks merged in log-sum-exp form.
-// Decode runs here rather than on cuDNN's SDPA, whose flash kernels tile blocks of query rows
-// (a decode step has one per head); bench/attention_vs_pytorch.sh times PyTorch's cuDNN SDPA on
-// the same decode shapes beside this kernel.
+// small batch, GQA groups served once per KV head, the chunks merged in log-sum-exp form. The shape's
+// optional `splits` fixes the chunk count (0 or absent: the kernel's own choice). Decode runs here rather
+// than on cuDNN's SDPA, whose flash kernels tile blocks of query rows (a decode step has one per head);
+// bench/attention_vs_pytorch.sh times PyTorch's cuDNN SDPA on the same decode shapes beside this kernel.
 #include "device_problem.hpp"
 #include "kernels.hpp"
 
@@ -14,7 +14,7 @@ StreamFn bind_decode(const OpInstance& in, DeviceProblem& d, int sms, nlohmann::
   const auto b = shape_value(in, "batch"), kv = shape_value(in, "kv_len"), h = shape_value(in, "heads"),
              hkv = shape_value(in, "kv_heads"), hd = shape_value(in, "head_dim");
   const auto sz = [](std::int64_t v) { return std::size_t(v); };
-  const DecodePlan plan = decode_attention_plan(b, kv, h, hkv, hd, sms);
+  const DecodePlan plan = decode_attention_plan(b, kv, h, hkv, hd, sms, shape_value(in, "splits", 0));
   const auto* q = d.input(0, DType::BF16, sz(b * h * hd)).as_bf16();
   const auto* k = d.input(1, DType::BF16, sz(b * kv * hkv * hd)).as_bf16();
   const auto* v = d.input(2, DType::BF16, sz(b * kv * hkv * hd)).as_bf16();

@@ -71,16 +71,18 @@ void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weigh
 
 // Decode attention (one query token per sequence) on q [batch, heads, d] against a KV cache
 // k, v [batch, kv_len, kv_heads, d] into o [batch, heads, d], split over the cache
-// (kernels_attention_decode.cu). The plan fixes the chunking; `partials` holds
-// decode_attention_partial_floats(plan, ...) floats. Head dims 64 and 128.
+// (kernels_attention_decode.cu). The plan fixes the chunking (`splits` > 0: that many chunks, else
+// chosen to fill the SMs in whole waves); `partials` holds decode_attention_partial_floats(plan, ...)
+// floats. Head dims 64 and 128.
 struct DecodePlan {
   std::int64_t splits = 1, chunk = 0;  // KV chunks per (sequence, head) and tokens per chunk
   int heads_per_block = 1;             // query heads of one GQA group served per block
   bool tensor_cores = false;           // groups of 8 query heads: S = Q·Kᵀ and P·V on mma.sync
 };
 bool decode_attention_supports(std::int64_t head_dim);
-DecodePlan decode_attention_plan(std::int64_t batch, std::int64_t kv_len, std::int64_t heads, std::int64_t kv_heads,
-                                 std::int64_t head_dim, int sms);
+DecodePlan decode_attention_plan(std::int64_t batch, std::int64_t kv_len, std::int64_t heads,
+                                 std::int64_t kv_heads, std::int64_t head_dim, int sms,
+                                 std::int64_t splits = 0);
 std::int64_t decode_attention_partial_floats(const DecodePlan& p, std::int64_t batch, std::int64_t heads,
                                              std::int64_t head_dim);
 void decode_attention(const bf16* q, const bf16* k, const bf16* v, bf16* o, float* partials, const DecodePlan& p,

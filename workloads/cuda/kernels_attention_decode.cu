@@ -409,7 +409,7 @@ void launch_for_dim(const bf16* q, const bf16* k, const bf16* v, DecodeOut out,
 bool decode_attention_supports(std::int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
 DecodePlan decode_attention_plan(std::int64_t batch, std::int64_t kv_len, std::int64_t heads,
-                                 std::int64_t kv_heads, std::int64_t head_dim, int sms) {
+                                 std::int64_t kv_heads, std::int64_t head_dim, int sms, std::int64_t splits) {
   DecodePlan p;
   const std::int64_t group = heads / kv_heads;
   // A group of exactly 8 query heads per KV head goes to the tensor cores (every KV row read once).
@@ -420,11 +420,20 @@ DecodePlan decode_attention_plan(std::int64_t batch, std::int64_t kv_len, std::i
       break;
     }
   // A chunk shorter than one pass of the block's token groups (CUDA cores) or than one tile per
-  // warp (tensor cores) would leave lanes idle. The splits fill the SMs' resident slots in whole
-  // waves: these blocks are equally long and memory-bound, so a last wave a third full costs nearly
-  // a whole wave's time (measured on an H100, 70B at batch 16, KV 4096: 9 splits, 4.4 waves, 83 % of
-  // the read roof; 2 splits, 0.97 of a wave, 90.5 %). Two tensor-core blocks fit an SM at head dim
-  // 128 (their rings take 96 KiB); the CUDA-core kernel's registers decide its count.
+  // warp (tensor cores) would leave lanes idle. Otherwise the split count follows from how many
+  // blocks one split gives against the SMs' resident slots (two tensor-core blocks fit an SM at head
+  // dim 128, their rings taking 96 KiB; the CUDA-core kernel's registers decide its count):
+  // - tensor cores, at least 0.9 blocks per SM: one split. Each block keeps 64 KiB of K/V in flight, so
+  //   one per SM streams at the roof, and a split only adds the merge (H100, 70B, KV 4096: batch 16
+  //   92.0 µs with 1 split, 96.1 with 2, 98–101 with 3–8; batch 64 353.1 µs with 1, 363–376 with 2–8);
+  // - CUDA cores, more than one wave: enough splits for about 16 waves, so that the last, partial
+  //   wave is a small part of the time (7B, batch 64, KV 4096, 3.9 waves with 1 split: 1398.8 µs; 4,
+  //   6, 8 splits: 1387.0, 1386.8, 1384.8), in chunks of at least 512 tokens (at KV 512, 5 chunks of
+  //   103 tokens took 229.5 µs against 187.7 with one);
+  // - else (few blocks): the splits fill the slots in whole waves. These blocks are equally long and
+  //   memory-bound, so a last wave a third full costs nearly a whole wave's time (70B at batch 16,
+  //   KV 4096, before the rule above: 9 splits, 4.4 waves, 83 % of the read roof; 2 splits, 0.97 of
+  //   a wave, 90.5 %).
   const std::int64_t min_chunk =
       p.tensor_cores ? std::int64_t(kTile) * kTcWarps : std::int64_t(kThreads / (head_dim / 8)) * kUnroll;
   const std::int64_t blocks = batch * (p.tensor_cores ? kv_heads : heads / p.heads_per_block);
@@ -433,11 +442,20 @@ DecodePlan decode_attention_plan(std::int64_t batch, std::int64_t kv_len, std::i
                                     : (head_dim == 64 ? cc_blocks_per_sm<64>(p.heads_per_block)
                                                       : cc_blocks_per_sm<128>(p.heads_per_block));
   const std::int64_t slots = std::int64_t(per_sm) * sms;
-  double best = -1;
-  for (std::int64_t s = 1; s <= most; ++s) {
-    const double waves = double(blocks * s) / double(slots), fill = waves / std::ceil(waves);
-    if (fill > best + 1e-9) best = fill, p.splits = s;
-    if (blocks * s >= 4 * slots) break;
+  if (splits > 0) {
+    p.splits = std::min(splits, kv_len);  // the caller's, at most one token a chunk
+  } else if (p.tensor_cores && 10 * blocks >= 9 * std::int64_t(sms)) {
+    p.splits = 1;
+  } else if (!p.tensor_cores && blocks > slots) {
+    const std::int64_t waves16 = std::int64_t(std::ceil(16.0 * double(slots) / double(blocks)));
+    p.splits = std::clamp<std::int64_t>(waves16, 1, std::max<std::int64_t>(1, std::min(most, kv_len / 512)));
+  } else {
+    double best = -1;
+    for (std::int64_t s = 1; s <= most; ++s) {
+      const double waves = double(blocks * s) / double(slots), fill = waves / std::ceil(waves);
+      if (fill > best + 1e-9) best = fill, p.splits = s;
+      if (blocks * s >= 4 * slots) break;
+    }
   }
   p.chunk = (kv_len + p.splits - 1) / p.splits;
   p.splits = (kv_len + p.chunk - 1) / p.chunk;  // no empty chunk

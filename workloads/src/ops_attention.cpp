@@ -105,14 +105,23 @@ class AttentionPrefillOp : public detail::CatalogueOp {
 class AttentionDecodeOp : public detail::CatalogueOp {
  public:
   AttentionDecodeOp()
-      : CatalogueOp("attention_decode", "one new query token per sequence against a KV cache of kv_len tokens",
-                    {{"batch", 1, "sequences"}, {"kv_len", 2048, "cached tokens (including the new one)"},
-                     {"heads", 32, "query heads"}, {"kv_heads", 32, "key/value heads"},
-                     {"head_dim", 128, "head dimension"}},
+      : CatalogueOp("attention_decode",
+                    "one new query token per sequence against a KV cache of kv_len tokens",
+                    {{"batch", 1, "sequences"},
+                     {"kv_len", 2048, "cached tokens (including the new one)"},
+                     {"heads", 32, "query heads"},
+                     {"kv_heads", 32, "key/value heads"},
+                     {"head_dim", 128, "head dimension"},
+                     {"splits", 0, "KV chunks per sequence for a split-KV kernel (absent: its own choice)",
+                      false, true}},
                     attention_precisions()) {}
   void validate(const OpInstance& inst) const override {
     OperatorDef::validate(inst);
     detail::check_head_groups(inst);
+    const std::int64_t splits = shape_value(inst, "splits", 0);
+    if (splits > shape_value(inst, "kv_len"))
+      throw InputError(fmt::format("operator 'attention_decode': splits = {} is more than kv_len = {}",
+                                   splits, shape_value(inst, "kv_len")));
   }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const auto a = decode_dims(inst);
@@ -132,6 +141,7 @@ class AttentionDecodeOp : public detail::CatalogueOp {
     OpInstance s = full;
     s.shape["batch"] = detail::check_dim(full.shape.at("batch"), 2);
     s.shape["kv_len"] = detail::check_dim(full.shape.at("kv_len"), 200);
+    if (s.shape.count("splits")) s.shape["splits"] = std::min(s.shape["splits"], s.shape["kv_len"]);
     detail::check_gqa_heads(s, full, 4);
     return s;
   }
