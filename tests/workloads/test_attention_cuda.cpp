@@ -2,10 +2,9 @@
 // found; its FP8 E4M3 forward and backward too) and the split-KV decode kernel ("cuda.splitkv") against the
 // catalogue's FP64 reference on random data with poisoned outputs: causal and not, GQA, head dims 64 and 128,
 // decode chunkings with one and several splits (chosen, and given by the shape) and every heads-per-block
-// path. The unfused path
-// (cuda.unfused) runs the same prefill cases through its backend directly, since the fused one wins the
-// registry's choice. Runs only where a GPU is present; bench/attention_vs_pytorch.sh also runs it under
-// compute-sanitizer.
+// path. The unfused path (cuda.unfused) runs the same prefill cases through its backend directly, since the
+// fused one wins the registry's choice. Runs only where a GPU is present; bench/attention_vs_pytorch.sh also
+// runs it under compute-sanitizer.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -104,8 +103,8 @@ TEST(AttentionCuda, FusedAttentionMatchesTheReference) {
                          decode(2, 33, 4, 4, 128), decode(1, 200, 8, 1, 128), decode(2, 197, 16, 2, 64),
                          decode(3, 13, 8, 1, 128), decode(2, 200, 16, 2, 128)})
     cases.push_back(instance("attention_decode", s));
-  // Split counts given by the shape, merged by the last block of each group: the CUDA-core paths (1 and
-  // 2 heads a block) and the tensor cores, down to one token a chunk.
+  // Split counts given by the shape (the merge kernel over 3–13 chunks): the CUDA-core paths (1 and 2 heads
+  // a block) and the tensor cores, down to one token a chunk.
   for (auto [s, splits] : {std::pair{decode(2, 200, 6, 2, 64), 5}, std::pair{decode(2, 197, 4, 2, 64), 3},
                            std::pair{decode(2, 197, 16, 2, 64), 7}, std::pair{decode(2, 200, 16, 2, 128), 4},
                            std::pair{decode(1, 13, 8, 1, 128), 13}}) {

@@ -72,8 +72,8 @@ void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weigh
 // Decode attention (one query token per sequence) on q [batch, heads, d] against a KV cache
 // k, v [batch, kv_len, kv_heads, d] into o [batch, heads, d], split over the cache
 // (kernels_attention_decode.cu). The plan fixes the chunking (`splits` > 0: that many chunks, else
-// chosen to fill the SMs in whole waves); `partials` holds decode_attention_partial_floats(plan, ...)
-// floats. Head dims 64 and 128.
+// chosen from the blocks per SM, decode_attention_plan's comment); `partials` holds
+// decode_attention_partial_floats(plan, ...) floats. Head dims 64 and 128.
 struct DecodePlan {
   std::int64_t splits = 1, chunk = 0;  // KV chunks per (sequence, head) and tokens per chunk
   int heads_per_block = 1;             // query heads of one GQA group served per block

@@ -544,6 +544,8 @@ void chunked_fwd(const T* q, const T* k, const T* v, const T* g, T* o, void* scr
 // rows r, r + 32, … of its four columns, so a warp reads four 128-byte row segments per step and a
 // thread has its rows' loads in flight together; the state streams through once (read, decayed and
 // updated, written), o's 32 row-group partial sums meet in shared memory. One launch, no partials.
+// (Rows in batches of 8, every load of a batch before its stores, took 128 registers and 2 blocks an
+// SM and ran slower on the H100: bench/gla_results.md.)
 constexpr int kDecodeQuads = 8, kDecodeRowGroups = 32;  // 256 threads
 
 template <class T>
