@@ -1,7 +1,8 @@
 // Quantizers and dequantizers (quantize.hpp). One thread owns 8 consecutive values of a row (one
-// 16-byte load); the threads of a scale block combine their maxima with shuffles (2 lanes per
-// NVFP4 1×16 block, 4 per MXFP4 1×32, a whole warp per NVFP4 16×16 tile), and the RHT's last
-// butterfly stage crosses the lane pair the same way, so a block never leaves registers.
+// 16-byte load); the threads of a scale block combine their maxima with shuffles (4 lanes per
+// MXFP4 1×32 block, a whole warp per NVFP4 16×16 tile, a lane pair in the amax pass's RHT, whose last
+// butterfly stage crosses the pair the same way), so a block never leaves registers. The NVFP4 1×16
+// encoding gives a thread a whole block (two loads), so that its scale is found once.
 // Formats with a tensor scale take two kernels: the amax pass (a grid-stride reduction whose last
 // CTA turns the maximum into the tensor scale), then the encoding pass, which walks the tensor in
 // the reverse order so that it starts with what the amax pass read last and L2 still holds.
@@ -306,17 +307,19 @@ __device__ __forceinline__ int e2m1_code_sr(float a, unsigned r) {
 // once for the eight values, so that the common one (divides_by_reciprocal) runs straight through: per
 // value the division's three FMAs, the code and its sign, with no branch, no division slow path and
 // no convergence barrier around each value (the per-value tests had left 2 branches, 2 barrier pairs
-// and 3 compares a value in the SASS).
+// and 3 compares a value in the SASS). Magnitudes and signs gather in two words, each nibble added in
+// place (disjoint, so the sum is the OR: one shift-and-add); a sign stays only where its magnitude is
+// not 0, for the eight at once: no negative zero, as the CPU encoder.
 template <bool Sr>
 __device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, std::uint64_t v,
                                                       std::uint64_t seed) {
   unsigned r[8];
   if (Sr) draws8(v, seed, r);
-  std::uint32_t packed = 0;
+  std::uint32_t mag = 0, neg = 0;  // bits 0-2 of nibble i: value i's magnitude code; bit 3: f[i] < 0
   const auto put = [&](int i, float a) {
-    const int k = Sr ? e2m1_code_sr(a, r[i]) : e2m1_code_rne(a);
-    const int code = k | ((f[i] < 0.0f && k != 0) ? 8 : 0);
-    packed |= std::uint32_t(code) << (4 * i);
+    const unsigned k = unsigned(Sr ? e2m1_code_sr(a, r[i]) : e2m1_code_rne(a));
+    mag += k << (4 * i);
+    neg += (f[i] < 0.0f ? 8u : 0u) << (4 * i);
   };
   if (divides_by_reciprocal(scale)) {
     const float rcp = __frcp_rn(scale);
@@ -326,7 +329,8 @@ __device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float
 #pragma unroll
     for (int i = 0; i < 8; ++i) put(i, fabsf(f[i]) / scale);
   }  // else (zero or NaN): every code 0
-  return packed;
+  const std::uint32_t nonzero = (mag | (mag >> 1) | (mag >> 2)) & 0x11111111u;  // bit 0: magnitude > 0
+  return mag | (neg & (nonzero << 3));
 }
 
 // FP8 bytes of f / ts (saturating); a value that rounds to zero keeps code 0, as the CPU encoder.
@@ -366,7 +370,8 @@ __device__ __forceinline__ void fp8_words(const float (&f)[N], float ts, std::ui
   for (int j = 0; j < N / 4; ++j) w[j] = fp8_word<F>(y[4 * j], y[4 * j + 1], y[4 * j + 2], y[4 * j + 3]);
 }
 
-// Row-wise formats (1×16, 1×32, per tensor): blocks never cross a row, so the tensor is a flat array.
+// Row-wise formats (MXFP4 1×32, FP8 per tensor; NVFP4 1×16 has quantize_nvfp4_rows_kernel): blocks never
+// cross a row, so the tensor is a flat array.
 template <QuantFormat F, bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_flat_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
@@ -466,6 +471,32 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
     *reinterpret_cast<uint2*>(codes + e / 2) =
         make_uint2(encode_fp4x8<Sr>(lo, scale, v, seed), encode_fp4x8<Sr>(hi, scale, v + 1, seed));
   }
+}
+
+// NVFP4 1×16, row-wise: one thread per scale block, its two 16-byte halves read by one thread, so that
+// the block's maximum and scale are found once, by the thread that encodes the block, with no shuffle
+// (quantize_flat_kernel's lane pairs each computed both. SASS for sm_90a, round-to-nearest, the
+// common path: 248 instructions per 8 values there before, 376 per 16 here, with encode_fp4x8's
+// packing). The halves are read through L1, not streamed past it:
+// each of a warp's two loads covers every sector of the warp's 1 KB, half of each, and streaming
+// loads would fetch each sector from L2 twice.
+template <bool Rht, bool Sr>
+__global__ void __launch_bounds__(kThreads)
+    quantize_nvfp4_rows_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
+  const std::int64_t b = (std::int64_t(gridDim.x) - 1 - blockIdx.x) * kThreads + threadIdx.x;
+  if (b >= n / 16) return;  // nothing below waits for another lane
+  float f[16], half[2][8];
+  load_vector(x, 2 * b, true, false, half[0]);
+  load_vector(x, 2 * b + 1, true, false, half[1]);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) f[i] = half[i / 8][i % 8];
+  if (Rht) hadamard16(f);
+  float bamax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
+  std::uint8_t bits = 0;
+  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, __ldg(q.tensor_scale), q.codes, 16 * b, seed, bits);
+  q.scales[b] = bits;
 }
 
 // One thread's 16 values of a copy, at (row, col) of that copy ([.., out_cols], col a multiple of 16):
@@ -716,6 +747,9 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
   if constexpr (F == QuantFormat::Nvfp4Tile16) {
     const dim3 grid(unsigned((cols / 16 + kThreads / 32 - 1) / (kThreads / 32)), unsigned(rows / 16));
     quantize_tiles_kernel<Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, cols, seed);
+  } else if constexpr (F == QuantFormat::Nvfp4) {
+    const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
+    quantize_nvfp4_rows_kernel<Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, rows * cols, seed);
   } else {
     quantize_flat_kernel<F, Rht, Sr>
         <<<vector_blocks(rows * cols), kThreads, 0, stream>>>(x, q, rows * cols, seed);
