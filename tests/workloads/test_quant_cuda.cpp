@@ -39,16 +39,18 @@ const Format kFormats[] = {{"nvfp4", false, cuda::QuantFormat::Nvfp4},
 
 // BF16 values, magnitudes spread over 2^-12..2^6 by row (subnormal E4M3 block scales, varied E8M0
 // exponents), with some exact zeros and exact ties.
-std::vector<std::uint16_t> random_bf16(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+// shift: every magnitude times 2^shift (-118: 2^-130..2^-112, block scales under 2^-128).
+std::vector<std::uint16_t> random_bf16(std::int64_t rows, std::int64_t cols, std::uint64_t seed,
+                                       int shift = 0) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<std::uint16_t> x(std::size_t(rows * cols));
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < cols; ++c) {
-      double v = u(rng) * std::ldexp(1.0, int(r * 5 % 19) - 12);
+      double v = u(rng) * std::ldexp(1.0, int(r * 5 % 19) - 12 + shift);
       if (c % 37 == 0) v = 0;
       if (c % 41 == 0)
-        v = std::ldexp(1.25, int(r % 7) - 3);  // halfway between E2M1 neighbours at some scales
+        v = std::ldexp(1.25, int(r % 7) - 3 + shift);  // halfway between E2M1 neighbours at some scales
       x[std::size_t(r * cols + c)] = numfmt::float_to_bf16(static_cast<float>(v));
     }
   return x;
@@ -138,6 +140,44 @@ TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
       const auto got32 = y32.host(n);
       EXPECT_EQ(std::memcmp(got32.data(), want32.data(), n * 4), 0);
     }
+}
+
+// A tensor so small that some block scales are under 2^-128: their RN(1/S) overflows, and every
+// encoder divides instead (numfmt::fp4_quotient; on the GPU the block-uniform branch of
+// encode_fp4x8). The FP4 formats' bytes still equal the CPU encoder's.
+TEST_F(GpuQuant, TinyTensorsDivideWhereTheReciprocalOverflows) {
+  const std::int64_t rows = 64, cols = 384;
+  const auto x = random_bf16(rows, cols, 5, -118);
+  std::vector<float> xf(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) xf[i] = numfmt::bf16_to_float(x[i]);
+  Dev<__nv_bfloat16> dx(x.size());
+  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  for (const Format& f : kFormats) {
+    if (f.gpu == cuda::QuantFormat::Fp8E4m3 || f.gpu == cuda::QuantFormat::Fp8E5m2) continue;
+    SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : ""));
+    cpu::QuantizedTensor q;
+    q.precision = f.precision, q.rows = rows, q.cols = cols, q.block2d = f.block2d;
+    q.allocate();
+    cpu::quantize(xf.data(), q, {false, false, 1});
+    bool overflowing = false;  // the case the test is for
+    for (std::int64_t s = 0; s < q.scale_count(); ++s) {
+      const std::uint8_t b = static_cast<const std::uint8_t*>(q.scales.data())[s];
+      const float scale = f.gpu == cuda::QuantFormat::Mxfp4
+                              ? std::ldexp(1.0f, int(b) - 127)
+                              : float(numfmt::decode_small(b, numfmt::kE4M3)) * q.tensor_scale;
+      overflowing |= scale > 0 && std::isinf(1.0f / scale);
+    }
+    EXPECT_TRUE(overflowing);
+    GpuQuantized g(f.gpu, rows, cols);
+    cuda::quantize_bf16(dx.p, g.ref(), rows, cols, f.gpu, {false, false, 1}, g.workspace.p, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols),
+                      ns = cuda::quant_scale_bytes(f.gpu, rows, cols);
+    const auto* qc = static_cast<const std::uint8_t*>(q.values.data());
+    const auto* qs = static_cast<const std::uint8_t*>(q.scales.data());
+    EXPECT_EQ(g.codes.host(nc), std::vector<std::uint8_t>(qc, qc + nc));
+    EXPECT_EQ(g.scales.host(ns), std::vector<std::uint8_t>(qs, qs + ns));
+  }
 }
 
 std::vector<std::uint8_t> bytes_of(const rafter::workloads::cpu::Buffer& b, std::size_t n) {

@@ -182,7 +182,14 @@ void encode_group(QuantizedTensor& q, const float* v, std::int64_t r0, std::int6
       if (!o.stochastic) {  // the common path: codes for the block first (vectorizes), then pairs
         std::int32_t codes[32];
         const float* xs = row + c0;
-        if (scale > 0) {
+        // numfmt::fp4_quotient with its case decided once a block, so that the loops vectorize
+        const float inv = 1.0f / scale;
+        if (scale > 0 && !std::isinf(inv)) {
+          for (std::int64_t c = 0; c < bc; ++c) {
+            const std::int32_t k = e2m1_code_rne(std::fabs(xs[c]) * inv);
+            codes[c] = k | ((xs[c] < 0 && k != 0) ? 8 : 0);
+          }
+        } else if (scale > 0) {
           for (std::int64_t c = 0; c < bc; ++c) {
             const std::int32_t k = e2m1_code_rne(std::fabs(xs[c]) / scale);
             codes[c] = k | ((xs[c] < 0 && k != 0) ? 8 : 0);
@@ -197,7 +204,7 @@ void encode_group(QuantizedTensor& q, const float* v, std::int64_t r0, std::int6
         int nib[2];
         for (int h = 0; h < 2; ++h) {
           const float x = row[c0 + c + h];
-          const float a = scale > 0 ? std::fabs(x) / scale : 0.0f;
+          const float a = scale > 0 ? numfmt::fp4_quotient(std::fabs(x), scale) : 0.0f;
           int code = e2m1_code_down(a);
           const float lo = kE2M1[code], hi = kE2M1[std::min(code + 1, 7)];
           const std::uint64_t idx = std::uint64_t((r0 + r) * cols + c0 + c + h);
@@ -224,6 +231,9 @@ bool quantize_nvfp4_avx512(const bf16* x, QuantizedTensor& q, const QuantOptions
   });
   const float amax = *std::max_element(partial.begin(), partial.end());
   q.tensor_scale = amax > 0 ? amax / (448.0f * 6.0f) : 1.0f;
+  // Below 2^-118 a block scale (at least 2^-9 of it) may have a reciprocal that overflows, where
+  // fp4_quotient divides: the scalar path's case (such a tensor's amax is under 2^-106).
+  if (q.tensor_scale < 0x1p-118f) return false;
   auto* codes = static_cast<std::uint8_t*>(q.values.data());
   auto* scales = static_cast<std::uint8_t*>(q.scales.data());
   parallel_for(q.rows, [&](std::int64_t b, std::int64_t e, int) {

@@ -1,6 +1,6 @@
 // AVX-512 NVFP4 quantizer (see avx512_kernels.hpp): the tensor amax on the bf16 bits, then per
 // row the scales of its 1×16 blocks (16 blocks per vector) and the codes, 32 values per vector,
-// packed two per byte. Same codes as the scalar encoder of block_quant_avx2.cpp (fp32 quotient,
+// packed two per byte. Same codes as the scalar encoder of block_quant_avx2.cpp (fp32 quotient |x|·RN(1/S),
 // round to nearest even), ~2x faster than one division and one vpmovqb per block.
 #include "avx512_kernels.hpp"
 #include "simd_avx512.hpp"
@@ -8,13 +8,14 @@
 namespace rafter::workloads::cpu::avx512 {
 namespace {
 
-// E2M1 code of |x| / scale (round to nearest even, saturating at 6) with the sign in bit 3. The
+// E2M1 code of |x|·inv (inv = RN(1/S), numfmt::fp4_quotient; round to nearest even, saturating at
+// 6) with the sign in bit 3. The
 // grid has spacing 2^(e−1) in binade e = min(max(floor(log2 a), 0), 2), so code = round(a·2^(1−e))
 // + 2e (scaling by a power of two is exact; the rounding is vrndscaleps' nearest-even), capped at
 // 7. Same codes as the thresholds of block_quant_avx2.cpp's e2m1_code_rne (checked exhaustively).
-static inline __m512i e2m1_codes(__m512 x, __m512 scale) {
+static inline __m512i e2m1_codes(__m512 x, __m512 inv) {
   // capped at 8 (code 7 either way) so that the integer conversion cannot overflow
-  const __m512 a = _mm512_min_ps(_mm512_div_ps(_mm512_abs_ps(x), scale), _mm512_set1_ps(8.0f));
+  const __m512 a = _mm512_min_ps(_mm512_mul_ps(_mm512_abs_ps(x), inv), _mm512_set1_ps(8.0f));
   const __m512 e = _mm512_min_ps(_mm512_max_ps(_mm512_getexp_ps(a), _mm512_setzero_ps()), _mm512_set1_ps(2.0f));
   const __m512 m = _mm512_roundscale_ps(_mm512_scalef_ps(a, _mm512_sub_ps(_mm512_set1_ps(1.0f), e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -68,20 +69,15 @@ static inline __m256i block_amax_bits_16(const bf16* x) {
 }
 
 // Codes of 32 bf16 values (two blocks) from their magnitudes |x| as the even and odd elements,
-// given per lane the block's scale S and 1/S. The quotient is the correctly rounded fp32 |x|/S,
-// as the definition (quant_math.cpp) and the GPU compute it, without a division: q0 = |x|·(1/S)
-// is within an ulp, and one correction step q = q0 + (|x| − q0·S)·(1/S) (exact residual by FMA)
-// rounds correctly (Markstein). Round-to-nearest-even onto E2M1 is then
+// given per lane the block's RN(1/S). The quotient is q = |x|·RN(1/S), numfmt::fp4_quotient
+// as the definition (quant_math.cpp) and the GPU compute it (the caller keeps 1/S finite).
+// Round-to-nearest-even onto E2M1 is then
 //   code = min(rne(2q), rne(q) + 2, rne(q/2) + 4, 7)
 // (each term is exact in its binade: spacing 1/2 below 2, 1 in [2, 4), 2 above), and adding
 // 1.5·2^23 + c rounds k·q + c to an integer held in the low mantissa bits in one step (k·q is
 // exact), so each term is one FMA and the mins are integer mins on those bits.
-struct BlockScales {
-  __m512 s, inv;
-};
-static inline __m512i e2m1_rne_bits(__m512 mag, const BlockScales& k) {
-  const __m512 q0 = _mm512_mul_ps(mag, k.inv);
-  const __m512 q = _mm512_fmadd_ps(_mm512_fnmadd_ps(q0, k.s, mag), k.inv, q0);
+static inline __m512i e2m1_rne_bits(__m512 mag, __m512 inv) {
+  const __m512 q = _mm512_mul_ps(mag, inv);
   const __m512i c1 = _mm512_castps_si512(_mm512_fmadd_ps(q, _mm512_set1_ps(2.0f), _mm512_set1_ps(12582912.0f)));
   const __m512i c2 = _mm512_castps_si512(_mm512_add_ps(q, _mm512_set1_ps(12582914.0f)));
   const __m512i c3 = _mm512_castps_si512(_mm512_fmadd_ps(q, _mm512_set1_ps(0.5f), _mm512_set1_ps(12582916.0f)));
@@ -90,7 +86,7 @@ static inline __m512i e2m1_rne_bits(__m512 mag, const BlockScales& k) {
 
 // 32 bf16 values → 16 packed code bytes, one per 32-bit lane (even element in the low nibble,
 // sign in bit 3/7 only for a nonzero magnitude code, as the scalar encoder).
-static inline __m512i quantize_32(__m512i w, const BlockScales& inv) {
+static inline __m512i quantize_32(__m512i w, __m512 inv) {
   const __m512i wa = _mm512_and_si512(w, _mm512_set1_epi32(0x7fff7fff));
   const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(wa, 16));
   const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(wa, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
@@ -106,11 +102,11 @@ static inline __m512i quantize_32(__m512i w, const BlockScales& inv) {
 }
 
 // Scales of 16 blocks of 16 values (256 columns) of one row, from their maxima (amax_bits, or
-// computed here when null): E4M3 bytes to scale_bytes, S to scales and 1/S (0 for an all-zero
+// computed here when null): E4M3 bytes to scale_bytes and 1/S (0 for an all-zero
 // block, whose codes all come out 0) to inv. Vectorized over the blocks; the rows' groups are independent,
 // so out-of-order execution overlaps this long dependency chain (amax tree, divisions)
 // with the next group's.
-static inline void scales_256(const bf16* x, const bf16* amax_bits, std::uint8_t* scale_bytes, float* scales, float* inv,
+static inline void scales_256(const bf16* x, const bf16* amax_bits, std::uint8_t* scale_bytes, float* inv,
                               float tensor_scale) {
   const __m256i bits = amax_bits ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(amax_bits)) : block_amax_bits_16(x);
   const __m512 s = _mm512_div_ps(_mm512_div_ps(bf16x16_to_ps(bits), _mm512_set1_ps(6.0f)), _mm512_set1_ps(tensor_scale));
@@ -124,22 +120,21 @@ static inline void scales_256(const bf16* x, const bf16* amax_bits, std::uint8_t
   const __mmask16 is_sub = _mm512_cmplt_epi32_mask(sb, _mm512_set1_epi32(8));
   const __m512 scale = _mm512_mul_ps(_mm512_mask_mov_ps(normal, is_sub, sub), _mm512_set1_ps(tensor_scale));
   const __mmask16 live = _mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_GT_OQ);
-  _mm512_storeu_ps(scales, scale);
   _mm512_storeu_ps(inv, _mm512_maskz_div_ps(live, _mm512_set1_ps(1.0f), scale));
 }
 
-// Codes of 8 blocks (128 values) given their S and 1/S in scales[0..8), inv[0..8): per 32 values
+// Codes of 8 blocks (128 values) given their 1/S in inv[0..8): per 32 values
 // (two blocks) lanes 0-7 take the first block's scale (its even and odd elements), lanes 8-15
 // the second's.
 // The four results (one byte per 32-bit lane) are narrowed by vpackusdw/vpackuswb, which
 // interleave 32-bit chunks across the 128-bit lanes, and one vpermd puts them back in order
 // (vpmovdb, one instruction per 16 bytes, is several times slower on Zen 4).
-static inline void codes_128(const bf16* x, const float* scales, const float* inv, std::uint8_t* codes) {
+static inline void codes_128(const bf16* x, const float* inv, std::uint8_t* codes) {
   __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  const __m512 s8 = _mm512_castps256_ps512(_mm256_loadu_ps(scales)), inv8 = _mm512_castps256_ps512(_mm256_loadu_ps(inv));
+  const __m512 inv8 = _mm512_castps256_ps512(_mm256_loadu_ps(inv));
   __m512i b[4];
   for (int p = 0; p < 4; ++p) {
-    b[p] = quantize_32(_mm512_loadu_si512(x + 32 * p), {_mm512_permutexvar_ps(idx, s8), _mm512_permutexvar_ps(idx, inv8)});
+    b[p] = quantize_32(_mm512_loadu_si512(x + 32 * p), _mm512_permutexvar_ps(idx, inv8));
     idx = _mm512_add_epi32(idx, _mm512_set1_epi32(2));
   }
   const __m512i packed = _mm512_packus_epi16(_mm512_packus_epi32(b[0], b[1]), _mm512_packus_epi32(b[2], b[3]));
@@ -192,18 +187,18 @@ void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, st
     const bf16* xr = x + r * cols;
     std::uint8_t* cr = codes + r * cols / 2;
     std::uint8_t* sr = scales + r * nb;
-    alignas(64) float scale[256], inv[256];  // S and 1/S of up to 256 blocks (4096 columns) at a time
+    alignas(64) float inv[256];  // 1/S of up to 256 blocks (4096 columns) at a time
     std::int64_t blk = 0;
     while (blk + 16 <= nb) {
       const std::int64_t n = std::min<std::int64_t>((nb - blk) / 16 * 16, 256);
       for (std::int64_t g = 0; g < n; g += 16)
-        scales_256(xr + (blk + g) * 16, block_amax ? block_amax + r * nb + blk + g : nullptr, sr + blk + g, scale + g,
+        scales_256(xr + (blk + g) * 16, block_amax ? block_amax + r * nb + blk + g : nullptr, sr + blk + g,
                    inv + g, tensor_scale);
       for (std::int64_t g = 0; g < n; g += 8) {
         // the next row's 4 lines at this position, while this one is coded from L1
         if (r + 1 < r1)
           for (int l = 0; l < 128; l += 32) prefetch32(xr + cols + (blk + g) * 16 + l);
-        codes_128(xr + (blk + g) * 16, scale + g, inv + g, cr + (blk + g) * 8);
+        codes_128(xr + (blk + g) * 16, inv + g, cr + (blk + g) * 8);
       }
       blk += n;
     }
@@ -214,7 +209,7 @@ void quantize_nvfp4(const bf16* x, std::uint8_t* codes, std::uint8_t* scales, st
       sr[blk] = sb;
       const float scale = e4m3_lut[sb] * tensor_scale;
       __m128i packed = _mm_setzero_si128();
-      if (scale > 0) packed = pack_nibbles(e2m1_codes(v, _mm512_set1_ps(scale)));
+      if (scale > 0) packed = pack_nibbles(e2m1_codes(v, _mm512_set1_ps(1.0f / scale)));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(cr + blk * 8), packed);
     }
   }

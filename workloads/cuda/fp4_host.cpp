@@ -40,7 +40,9 @@ Fp4Host encode_fp4(const detail::QuantSpec& s, const std::vector<double>& x) {
         h.scales[sz(r * (s.cols / bc) + c0 / bc)] = scale_bits;
         for (std::int64_t c = c0; c < c0 + bc; ++c) {
           const auto i = sz(r * s.cols + c);
-          const double q = scale > 0 ? numfmt::round_to(static_cast<float>(x[i]) / scale, numfmt::kE2M1) : 0.0;
+          const double q = scale > 0 ? numfmt::round_to(numfmt::fp4_quotient(static_cast<float>(x[i]), scale),
+                                                        numfmt::kE2M1)
+                                     : 0.0;
           h.codes[i / 2] |= static_cast<std::uint8_t>(numfmt::encode_small(q, numfmt::kE2M1) << (4 * (i % 2)));
         }
       }

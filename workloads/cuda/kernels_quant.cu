@@ -5,15 +5,19 @@
 // encoding gives a thread a whole block (two loads), so that its scale is found once.
 // Formats with a tensor scale take two kernels: the amax pass (a grid-stride reduction whose last
 // CTA turns the maximum into the tensor scale), then the encoding pass, which walks the tensor in
-// the reverse order so that it starts with what the amax pass read last and L2 still holds.
-// Every fp32 operation that decides a code is the CPU encoder's, in its order (IEEE division, no
-// contraction), so round-to-nearest codes and scales match it byte for byte. On the H100 the
+// the reverse order so that it starts with what the amax pass read last and L2 still holds, and is
+// launched as the amax pass's programmatic dependent (launch_encoding): its loads start while the
+// amax pass ends.
+// Every fp32 operation that decides a code is the CPU encoder's, in its order (IEEE division for the
+// scales, the FP4 quotient as numfmt::fp4_quotient, no contraction), so round-to-nearest codes and
+// scales match it byte for byte. On the H100 the
 // encoding pass streams below the HBM roof, and taking instructions out per value made it faster
 // (bench/quant_results.md): the work per value, not the memory, is what to cut next.
 #include <cuda_fp8.h>
 #include <curand_kernel.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -90,6 +94,22 @@ __device__ __forceinline__ float abs_max8(const float (&f)[8]) {
   return m;
 }
 
+// Programmatic dependent launch (PDL) between the amax pass and the encoding pass (launch_encoding):
+// the amax pass lets the encoding kernel launch at once, whose CTAs then take the SMs as the amax
+// CTAs leave, issue their loads and wait for the whole amax pass (its tensor scale written and
+// visible) only before they read the tensor scale. Without the attribute (or with no amax pass
+// before it) the wait returns at once.
+__device__ __forceinline__ void let_encoding_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
+// The CTA barrier first: without it ptxas schedules the wait above the loads before it (moving a
+// wait earlier is always allowed), and the loads would no longer overlap the amax pass's end.
+// Every thread of the CTA calls it, or has returned. What the amax pass writes is read after it
+// with a coherent load (__ldcg): ptxas moves the non-coherent __ldg, read-only for the kernel's
+// lifetime by its definition, above the wait (seen in the SASS).
+__device__ __forceinline__ void wait_for_amax() {
+  __syncthreads();
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
 // ---- amax pass -------------------------------------------------------------------------------
 
 // The last CTA of an amax pass: every CTA's maximum (and the column-wise copy's, where one is
@@ -125,6 +145,7 @@ __global__ void __launch_bounds__(kThreads)
     amax_kernel(const bf16* x, std::int64_t n, AmaxWorkspace* ws, float* tensor_scale, float* tensor_scale_t,
                 float range) {
   __shared__ float scratch[32];
+  let_encoding_launch();
   const std::int64_t nvec = n / 8, chunk = std::int64_t(kThreads) * kAmaxVectorsPerThread;
   float m = 0.0f;
   // The loop bound is uniform over the CTA, so that the RHT's shuffles always find their pair.
@@ -182,6 +203,7 @@ __global__ void __launch_bounds__(kThreads)
     amax_columns_kernel(const bf16* x, std::int64_t rows, std::int64_t cols, AmaxWorkspace* ws,
                         float* tensor_scale, float* tensor_scale_t, float range) {
   __shared__ float scratch[32];
+  let_encoding_launch();
   const std::int64_t vecs_per_row = cols / 8, chunks = rows / 16 * vecs_per_row;
   float m = 0.0f, mt = 0.0f;
   for (std::int64_t c = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; c < chunks;
@@ -210,19 +232,21 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- encoding --------------------------------------------------------------------------------
 
-// a >= 0 to its E2M1 code, ties to even, saturating at 6: below 1 the grid steps by 0.5 (2a rounded
-// to an integer), from 1 on it is a float with one mantissa bit (round the bits to bit 22; the
-// exponent and that bit are the code). The CPU encoder's seven threshold comparisons in about half
-// the instructions (the two agreed on every float in [0, 1e4] when this was written). Below 1 the
-// float sum a + 2^22 does the rounding: its ulp there is 0.5 and 2^22's last mantissa bit is even,
-// so the sum's bits less 2^22's are 2a rounded to an integer, ties to even (every float in [0, 1)
-// agreed with rint(2a)): an add and an integer subtract instead of a conversion, which runs at an
-// eighth of the FP32 rate.
-__device__ __forceinline__ int e2m1_code_rne(float a) {
-  if (a < 1.0f) return __float_as_int(__fadd_rn(a, 4194304.0f)) - 0x4a800000;
-  std::uint32_t u = __float_as_uint(a);
-  u += 0x1fffffu + ((u >> 22) & 1u);
-  return min(int(u >> 22) - 252, 7);
+// a >= 0 to its E2M1 code, ties to even, saturating at 6, plus kRneBias: the smallest of
+//   2a rounded (exact below 2, where the grid steps by 0.5), a rounded + 2 (exact in [2, 4)),
+//   a/2 rounded + 4 (exact from 4 on) and 7,
+// each term above its binade being larger than the exact one. Each rounding is one add of
+// 1.5·2^23 (+ the term's offset) to k·a (exact for k = 2, 1, 1/2): the sum's ulp is 1 and the
+// constant's last bit is even, so the float's bits are kRneBias + the term, ties to even, and the
+// minima are integer minima on those bits. Three FP32 operations and three integer minima, with no
+// branch and no select (the two-path form it replaced took eight; kernels_quantize_avx512.cpp's
+// AVX-512 encoder uses the same terms). A NaN or huge a gives 7, as the CPU encoder.
+constexpr std::uint32_t kRneBias = 0x4b400000u;  // bits of 1.5·2^23
+__device__ __forceinline__ std::uint32_t e2m1_code_rne_biased(float a) {
+  const std::uint32_t c1 = __float_as_uint(__fmaf_rn(a, 2.0f, 12582912.0f));
+  const std::uint32_t c2 = __float_as_uint(__fadd_rn(a, 12582914.0f));
+  const std::uint32_t c3 = __float_as_uint(__fmaf_rn(a, 0.5f, 12582916.0f));
+  return min(min(c1, c2), min(c3, kRneBias + 7u));
 }
 __device__ __forceinline__ float e4m3_value(std::uint8_t bits) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, __NV_E4M3)));
@@ -303,34 +327,56 @@ __device__ __forceinline__ int e2m1_code_sr(float a, unsigned r) {
   return a < 1.0f ? below : min(int(u >> 22) - 252, 7);
 }
 
-// Eight E2M1 codes (sign | magnitude code), packed low nibble first. The scale's case is decided
-// once for the eight values, so that the common one (divides_by_reciprocal) runs straight through: per
-// value the division's three FMAs, the code and its sign, with no branch, no division slow path and
-// no convergence barrier around each value (the per-value tests had left 2 branches, 2 barrier pairs
-// and 3 compares a value in the SASS). Magnitudes and signs gather in two words, each nibble added in
-// place (disjoint, so the sum is the OR: one shift-and-add); a sign stays only where its magnitude is
-// not 0, for the eight at once: no negative zero, as the CPU encoder.
+// PTX prmt in its default mode: byte i of the result is byte (sel nibble i & 7) of b:a, or, where
+// the nibble's bit 3 is set, that byte's top bit copied eight times (__byte_perm keeps 3 bits).
+__device__ __forceinline__ std::uint32_t prmt(std::uint32_t a, std::uint32_t b, std::uint32_t sel) {
+  std::uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+// Bit 3 of nibble i set where f[i]'s sign bit is (the other bits of a nibble are any): byte b
+// takes f[2b]'s sign copied into its low nibble and f[2b+1]'s into its high one, three byte
+// permutes for each of the two sets, then one select. A compare and a select a value before.
+__device__ __forceinline__ std::uint32_t sign_nibbles(const float (&f)[8]) {
+  const auto u = [&](int i) { return __float_as_uint(f[i]); };
+  // 0xFB: bytes 0, 1 ← the copied top bits of a's and b's byte 3; 0xFB00: the same into bytes 2, 3
+  const std::uint32_t even = prmt(prmt(u(0), u(2), 0xFBu), prmt(u(4), u(6), 0xFB00u), 0x7610u);
+  const std::uint32_t odd = prmt(prmt(u(1), u(3), 0xFBu), prmt(u(5), u(7), 0xFB00u), 0x7610u);
+  return (even & 0x0F0F0F0Fu) | (odd & 0xF0F0F0F0u);
+}
+
+// Eight E2M1 codes (sign | magnitude code), packed low nibble first. Each quotient is |f|·RN(1/S),
+// as the CPU encoders and the definition compute it (quant_math.cpp's fp4_quotient): the case is
+// decided once for the eight values, so that the common one runs straight through, per value one
+// multiply, the code's six operations and a shift-and-add, with no branch. The magnitudes gather
+// in one word (disjoint nibbles, so the sum is the OR; the codes' bias summed out once at the
+// end), the signs in another (sign_nibbles); a sign stays only where its magnitude is not 0 (bit 3
+// of nibble + 7), for the eight at once: no negative zero, as the CPU encoder.
+// RN(1/S) for encode_fp4x8, once per block (0 where S is not positive: every code 0).
+__device__ __forceinline__ float fp4_reciprocal(float scale) {
+  return scale > 0.0f ? __frcp_rn(scale) : 0.0f;
+}
 template <bool Sr>
-__device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, std::uint64_t v,
-                                                      std::uint64_t seed) {
+__device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, float rcp,
+                                                      std::uint64_t v, std::uint64_t seed) {
   unsigned r[8];
   if (Sr) draws8(v, seed, r);
-  std::uint32_t mag = 0, neg = 0;  // bits 0-2 of nibble i: value i's magnitude code; bit 3: f[i] < 0
+  constexpr std::uint32_t bias = Sr ? 0u : kRneBias;
+  std::uint32_t mag = 0;  // nibble i: value i's magnitude code (+ bias, summed out below)
   const auto put = [&](int i, float a) {
-    const unsigned k = unsigned(Sr ? e2m1_code_sr(a, r[i]) : e2m1_code_rne(a));
-    mag += k << (4 * i);
-    neg += (f[i] < 0.0f ? 8u : 0u) << (4 * i);
+    mag += (Sr ? std::uint32_t(e2m1_code_sr(a, r[i])) : e2m1_code_rne_biased(a)) << (4 * i);
   };
-  if (divides_by_reciprocal(scale)) {
-    const float rcp = __frcp_rn(scale);
+  if (scale > 0.0f && rcp <= 3.4028235e38f) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) put(i, divide_rn(fabsf(f[i]), scale, rcp));
-  } else if (scale > 0.0f) {  // tiny, huge or infinite: IEEE division
+    for (int i = 0; i < 8; ++i) put(i, __fmul_rn(fabsf(f[i]), rcp));
+  } else if (scale > 0.0f) {  // under 2^-128, where RN(1/S) overflows: IEEE division
 #pragma unroll
     for (int i = 0; i < 8; ++i) put(i, fabsf(f[i]) / scale);
-  }  // else (zero or NaN): every code 0
-  const std::uint32_t nonzero = (mag | (mag >> 1) | (mag >> 2)) & 0x11111111u;  // bit 0: magnitude > 0
-  return mag | (neg & (nonzero << 3));
+  } else {  // zero or NaN: every code 0
+    return 0;
+  }
+  if (bias) mag -= bias * 0x11111111u;  // Σ bias·16^i, mod 2^32
+  return mag | (sign_nibbles(f) & (mag + 0x77777777u) & 0x88888888u);
 }
 
 // FP8 bytes of f / ts (saturating); a value that rounds to zero keeps code 0, as the CPU encoder.
@@ -382,7 +428,7 @@ __global__ void __launch_bounds__(kThreads)
   float f[8];
   load_vector(x, v, valid, true, f);
   if (Rht) hadamard16_pair(f, threadIdx.x & 1);
-  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
+  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);  // launched after the amax pass
   if constexpr (is_fp8(F)) {
     std::uint32_t w[2];
     fp8_words<F>(f, ts, w);
@@ -397,7 +443,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int o = 1; o < kLanes; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, o));
     std::uint8_t bits = 0;
     const float scale = block_scale<F>(bamax, ts, bits);
-    const std::uint32_t packed = encode_fp4x8<Sr>(f, scale, std::uint64_t(v), seed);
+    const std::uint32_t packed = encode_fp4x8<Sr>(f, scale, fp4_reciprocal(scale), std::uint64_t(v), seed);
     if (valid) {
       reinterpret_cast<std::uint32_t*>(q.codes)[v] = packed;
       if (v % kLanes == 0) q.scales[v / kLanes] = bits;
@@ -418,10 +464,12 @@ __global__ void __launch_bounds__(kThreads)
   float f[8];
   load_vector(x, e / 8, true, true, f);
   if (Rht) hadamard16_pair(f, lane & 1);
-  const float ts = __ldg(q.tensor_scale);
+  wait_for_amax();
+  const float ts = __ldcg(q.tensor_scale);
   std::uint8_t bits = 0;
   const float scale = block_scale<QuantFormat::Nvfp4>(warp_max(abs_max8(f)), ts, bits);
-  reinterpret_cast<std::uint32_t*>(q.codes)[e / 8] = encode_fp4x8<Sr>(f, scale, std::uint64_t(e / 8), seed);
+  reinterpret_cast<std::uint32_t*>(q.codes)[e / 8] =
+      encode_fp4x8<Sr>(f, scale, fp4_reciprocal(scale), std::uint64_t(e / 8), seed);
   if (lane == 0) q.scales[tr * tiles_per_row + tc] = bits;
 }
 
@@ -468,8 +516,9 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
 #pragma unroll
     for (int i = 0; i < 8; ++i) lo[i] = f[i], hi[i] = f[8 + i];
     const std::uint64_t v = std::uint64_t(e / 8);
+    const float rcp = fp4_reciprocal(scale);
     *reinterpret_cast<uint2*>(codes + e / 2) =
-        make_uint2(encode_fp4x8<Sr>(lo, scale, v, seed), encode_fp4x8<Sr>(hi, scale, v + 1, seed));
+        make_uint2(encode_fp4x8<Sr>(lo, scale, rcp, v, seed), encode_fp4x8<Sr>(hi, scale, rcp, v + 1, seed));
   }
 }
 
@@ -495,7 +544,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
   std::uint8_t bits = 0;
-  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, __ldg(q.tensor_scale), q.codes, 16 * b, seed, bits);
+  wait_for_amax();
+  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, seed, bits);
   q.scales[b] = bits;
 }
 
@@ -533,8 +583,7 @@ __global__ void __launch_bounds__(kThreads)
   const int t = threadIdx.x, seg = t & 3, line = t >> 2;  // 4 segments of 16 along a 64-wide line
   const std::int64_t r0 = std::int64_t(gridDim.y - 1 - blockIdx.y) * kTile;  // reversed: L2 keeps the end
   const std::int64_t c0 = std::int64_t(gridDim.x - 1 - blockIdx.x) * kTile;
-  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
-  const float tst = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(qt.tensor_scale);
+  float ts = 1.0f, tst = 1.0f;  // read once the amax pass is done, after the tile's loads
 
   // Phase A: row r0 + line, columns c0 + 16·seg ... + 15.
   {
@@ -548,6 +597,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < 8; ++i) f[i] = a[i], f[8 + i] = b[i];
 #pragma unroll
     for (int i = 0; i < 16; ++i) tile[line][16 * seg + i] = f[i];
+    wait_for_amax();
+    if (F != QuantFormat::Mxfp4) ts = __ldcg(q.tensor_scale), tst = __ldcg(qt.tensor_scale);
     encode_segment<F, Sr>(f, ts, q, r, c, cols, valid, seed, red, line, seg);
   }
   __syncthreads();
@@ -706,12 +757,37 @@ void with_encoding(QuantFormat f, const QuantLaunchOptions& o, Fn&& fn) {
   }
 }
 
+// Launches an encoding kernel of format F; where F has an amax pass and `dependent` (the kernel calls
+// wait_for_amax), as a programmatic dependent of it (the amax CTAs call let_encoding_launch). MXFP4
+// has none: the kernel before it may be the one writing x, which the encoding kernel reads before its
+// wait. RAFTER_QUANT_PDL=0 launches them in plain stream order: the A/B of bench/quant_vs_pytorch.sh.
+// quantize_flat_kernel (FP8 and MXFP4, 8 values a thread) is not dependent: with the barrier and the
+// wait it took 31.1 µs at 4096² in FP8 instead of 26.8 (H100, bench/quant_results.md), PDL or not.
+template <QuantFormat F, class... Params, class... Args>
+void launch_encoding(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, const char* what,
+                     bool dependent, Args... args) {
+  static const bool pdl = [] {
+    const char* env = std::getenv("RAFTER_QUANT_PDL");
+    return !(env && std::string(env) == "0");
+  }();
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = F != QuantFormat::Mxfp4 && dependent && pdl;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&cfg, kernel, args...), what);
+}
+
 template <QuantFormat F, bool RhtCols, bool Sr>
 void launch_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows, std::int64_t cols,
                  std::uint64_t seed, cudaStream_t stream) {
   const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned((rows + kTile - 1) / kTile));
-  quantize_both_kernel<F, RhtCols, Sr><<<grid, kThreads, 0, stream>>>(x, q, qt, rows, cols, seed);
-  RAFTER_CUDA_LAUNCH_CHECK("quantize_both_kernel");
+  launch_encoding<F>(quantize_both_kernel<F, RhtCols, Sr>, grid, stream, "quantize_both_kernel", true, x, q,
+                     qt, rows, cols, seed);
 }
 
 // transpose=1: the amax pass (both maxima in one read where the RHT makes them differ), then one
@@ -746,15 +822,16 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
                    cudaStream_t stream) {
   if constexpr (F == QuantFormat::Nvfp4Tile16) {
     const dim3 grid(unsigned((cols / 16 + kThreads / 32 - 1) / (kThreads / 32)), unsigned(rows / 16));
-    quantize_tiles_kernel<Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, cols, seed);
+    launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", true, x, q,
+                       cols, seed);
   } else if constexpr (F == QuantFormat::Nvfp4) {
     const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
-    quantize_nvfp4_rows_kernel<Rht, Sr><<<grid, kThreads, 0, stream>>>(x, q, rows * cols, seed);
+    launch_encoding<F>(quantize_nvfp4_rows_kernel<Rht, Sr>, dim3(grid), stream, "quantize_nvfp4_rows_kernel",
+                       true, x, q, rows * cols, seed);
   } else {
-    quantize_flat_kernel<F, Rht, Sr>
-        <<<vector_blocks(rows * cols), kThreads, 0, stream>>>(x, q, rows * cols, seed);
+    launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(vector_blocks(rows * cols)), stream,
+                       "quantize_flat_kernel", false, x, q, rows * cols, seed);
   }
-  RAFTER_CUDA_LAUNCH_CHECK("quantize kernel");
 }
 
 template <class Out>

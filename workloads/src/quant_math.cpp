@@ -64,7 +64,10 @@ std::vector<double> quantize_dequantize(const QuantSpec& s, const std::vector<do
       for (std::int64_t r = r0; r < r0 + br; ++r)
         for (std::int64_t c = c0; c < c0 + bc; ++c) {
           const auto i = r * s.cols + c;
-          y[i] = scale > 0 ? numfmt::round_to(static_cast<float>(x[i]) / scale, numfmt::kE2M1) * double(scale) : 0.0;
+          y[i] = scale > 0 ? numfmt::round_to(numfmt::fp4_quotient(static_cast<float>(x[i]), scale),
+                                              numfmt::kE2M1) *
+                                 double(scale)
+                           : 0.0;
         }
     }
   return y;

@@ -158,6 +158,16 @@ inline double nvfp4_tensor_scale(double amax) { return amax > 0 ? amax / (448.0 
 inline double nvfp4_block_scale(double block_amax, double tensor_scale) {
   return round_to(block_amax / 6.0 / tensor_scale, kE4M3);
 }
+// The quotient x / S that every FP4 encoder (NVFP4 and MXFP4, CPU and GPU) rounds onto E2M1, for a
+// block scale S > 0: x·RN(1/S) in fp32, one rounding more than the division, as Transformer
+// Engine's encoders scale a block by its reciprocal (for MXFP4's powers of two the same bits as
+// the division); x / S where RN(1/S) overflows (S under 2^-128). One multiply a value on the GPU
+// instead of the three that an exactly rounded division takes there.
+inline float fp4_quotient(float x, float s) {
+  const float inv = 1.0f / s;
+  return std::isinf(inv) ? x / s : x * inv;
+}
+
 // MXFP4 E8M0 scale: 2^(floor(log2 amax) - 2), 2 being E2M1's largest exponent (OCP MX spec).
 inline double mxfp4_block_scale(double block_amax) {
   if (block_amax <= 0) return 1.0;
