@@ -1,8 +1,9 @@
 // Quantizers and dequantizers (quantize.hpp). One thread owns 8 consecutive values of a row (one
 // 16-byte load); the threads of a scale block combine their maxima with shuffles (4 lanes per
-// MXFP4 1×32 block, a whole warp per NVFP4 16×16 tile, a lane pair in the amax pass's RHT, whose last
-// butterfly stage crosses the pair the same way), so a block never leaves registers. The NVFP4 1×16
-// encoding gives a thread a whole block (two loads), so that its scale is found once.
+// MXFP4 1×32 block, a lane pair in the amax pass's RHT, whose last butterfly stage crosses the pair
+// the same way), so a block never leaves registers. The NVFP4 encodings give a thread 16 values of
+// a row (two loads): a whole 1×16 block, whose scale it finds once, or a row of a 16×16 tile, whose
+// 16 rows meet their maximum in a half-warp.
 // Formats with a tensor scale take two kernels: the amax pass (a grid-stride reduction whose last
 // CTA turns the maximum into the tensor scale), then the encoding pass, which walks the tensor in
 // the reverse order so that it starts with what the amax pass read last and L2 still holds, and is
@@ -101,10 +102,14 @@ __device__ __forceinline__ float abs_max8(const float (&f)[8]) {
 // before it) the wait returns at once.
 __device__ __forceinline__ void let_encoding_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
 // The CTA barrier first: without it ptxas schedules the wait above the loads before it (moving a
-// wait earlier is always allowed), and the loads would no longer overlap the amax pass's end.
-// Every thread of the CTA calls it, or has returned. What the amax pass writes is read after it
-// with a coherent load (__ldcg): ptxas moves the non-coherent __ldg, read-only for the kernel's
-// lifetime by its definition, above the wait (seen in the SASS).
+// wait earlier is always allowed), and the loads would no longer overlap the amax pass's end. With
+// it the SASS of quantize_nvfp4_rows_kernel and quantize_both_kernel issues the loads before the
+// wait (what was timed); in quantize_tiles_kernel ptxas puts barrier and wait above the loads, so
+// there PDL only hides the launch. (A barrier on a value of the loads keeps every kernel's loads
+// above the wait, but then waits for them to arrive: not timed, not used.) Every thread of the CTA
+// calls it, or has returned. What the amax pass writes is read after it with a coherent load
+// (__ldcg): ptxas moves a non-coherent __ldg, read-only for the kernel's lifetime by its
+// definition, above the wait (seen in the SASS).
 __device__ __forceinline__ void wait_for_amax() {
   __syncthreads();
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -451,28 +456,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// NVFP4 16×16 tiles: a warp per tile (lane → row lane/2, half lane%2), eight tiles along a row per CTA.
-template <bool Rht, bool Sr>
-__global__ void __launch_bounds__(kThreads)
-    quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
-  const std::int64_t tiles_per_row = cols / 16;
-  const std::int64_t tc = std::int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
-  if (tc >= tiles_per_row) return;  // whole warps only
-  const int lane = threadIdx.x & 31;
-  const std::int64_t tr = gridDim.y - 1 - blockIdx.y;
-  const std::int64_t e = (tr * 16 + lane / 2) * cols + tc * 16 + (lane & 1) * 8;
-  float f[8];
-  load_vector(x, e / 8, true, true, f);
-  if (Rht) hadamard16_pair(f, lane & 1);
-  wait_for_amax();
-  const float ts = __ldcg(q.tensor_scale);
-  std::uint8_t bits = 0;
-  const float scale = block_scale<QuantFormat::Nvfp4>(warp_max(abs_max8(f)), ts, bits);
-  reinterpret_cast<std::uint32_t*>(q.codes)[e / 8] =
-      encode_fp4x8<Sr>(f, scale, fp4_reciprocal(scale), std::uint64_t(e / 8), seed);
-  if (lane == 0) q.scales[tr * tiles_per_row + tc] = bits;
-}
-
 // transpose=1: both copies from one read. A CTA takes a 64×64 tile. Phase A: a thread owns 16
 // values of a row (one NVFP4 block, half an MXFP4 block) and writes the row-wise codes; the tile
 // goes to shared memory. Phase B: a thread owns 16 values down a column (the column-wise copy's
@@ -547,6 +530,39 @@ __global__ void __launch_bounds__(kThreads)
   wait_for_amax();
   encode16<QuantFormat::Nvfp4, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, seed, bits);
   q.scales[b] = bits;
+}
+
+// NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by two loads through L1, as
+// quantize_nvfp4_rows_kernel, the RHT in one thread), a tile's 16 rows in a half-warp (row lane%16),
+// two tiles side by side a warp, sixteen a CTA along the same 16 rows. The tile's maximum takes four
+// shuffles within the half-warp; each of its 16 threads then finds the same scale and encodes its
+// 16 values (a warp per tile with 8 values a lane did the scale's work for half as many values, and
+// the maximum in five shuffles). Stochastic draws keyed as before: by each 8 values' vector index.
+template <bool Rht, bool Sr>
+__global__ void __launch_bounds__(kThreads)
+    quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
+  const std::int64_t tiles_per_row = cols / 16;
+  const std::int64_t tc = std::int64_t(blockIdx.x) * (kThreads / 16) + threadIdx.x / 16;
+  const bool valid = tc < tiles_per_row;  // no return before the shuffles: the warp's other tile
+  const int row = threadIdx.x & 15;
+  const std::int64_t tr = gridDim.y - 1 - blockIdx.y;
+  const std::int64_t e = (tr * 16 + row) * cols + tc * 16;
+  float f[16], half[2][8];
+  load_vector(x, e / 8, valid, false, half[0]);
+  load_vector(x, e / 8 + 1, valid, false, half[1]);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) f[i] = half[i / 8][i % 8];
+  if (Rht) hadamard16(f);
+  float bamax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
+#pragma unroll
+  for (int o = 1; o < 16; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, o));
+  wait_for_amax();
+  if (!valid) return;
+  std::uint8_t bits = 0;
+  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, e, seed, bits);
+  if (row == 0) q.scales[tr * tiles_per_row + tc] = bits;
 }
 
 // One thread's 16 values of a copy, at (row, col) of that copy ([.., out_cols], col a multiple of 16):
@@ -821,7 +837,7 @@ template <QuantFormat F, bool Rht, bool Sr>
 void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols, std::uint64_t seed,
                    cudaStream_t stream) {
   if constexpr (F == QuantFormat::Nvfp4Tile16) {
-    const dim3 grid(unsigned((cols / 16 + kThreads / 32 - 1) / (kThreads / 32)), unsigned(rows / 16));
+    const dim3 grid(unsigned((cols / 16 + kThreads / 16 - 1) / (kThreads / 16)), unsigned(rows / 16));
     launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", true, x, q,
                        cols, seed);
   } else if constexpr (F == QuantFormat::Nvfp4) {
