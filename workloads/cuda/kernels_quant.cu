@@ -505,39 +505,46 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
   }
 }
 
-// NVFP4 1×16, row-wise: one thread per scale block, its two 16-byte halves read by one thread, so that
-// the block's maximum and scale are found once, by the thread that encodes the block, with no shuffle
-// (quantize_flat_kernel's lane pairs each computed both. SASS for sm_90a, round-to-nearest, the
-// common path: 248 instructions per 8 values there before, 376 per 16 here, with encode_fp4x8's
-// packing). The halves are read through L1, not streamed past it:
-// each of a warp's two loads covers every sector of the warp's 1 KB, half of each, and streaming
-// loads would fetch each sector from L2 twice.
+// A thread's 16 consecutive values from vector v on (zeros where not valid), after the RHT where
+// asked; returns their largest magnitude. The two 16-byte halves are read through L1, not streamed
+// past it: each of a warp's two loads covers half of every sector it touches, and streaming loads
+// would fetch each sector from L2 twice.
+template <bool Rht>
+__device__ __forceinline__ float load16(const bf16* x, std::int64_t v, bool valid, float (&f)[16]) {
+  float half[2][8];
+  load_vector(x, v, valid, false, half[0]);
+  load_vector(x, v + 1, valid, false, half[1]);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) f[i] = half[i / 8][i % 8];
+  if (Rht) hadamard16(f);
+  float m = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) m = fmaxf(m, fabsf(f[i]));
+  return m;
+}
+
+// NVFP4 1×16, row-wise: one thread per scale block (load16), so that the block's maximum and scale
+// are found once, by the thread that encodes the block, with no shuffle (quantize_flat_kernel's lane
+// pairs each computed both).
 template <bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_nvfp4_rows_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
   const std::int64_t b = (std::int64_t(gridDim.x) - 1 - blockIdx.x) * kThreads + threadIdx.x;
   if (b >= n / 16) return;  // nothing below waits for another lane
-  float f[16], half[2][8];
-  load_vector(x, 2 * b, true, false, half[0]);
-  load_vector(x, 2 * b + 1, true, false, half[1]);
-#pragma unroll
-  for (int i = 0; i < 16; ++i) f[i] = half[i / 8][i % 8];
-  if (Rht) hadamard16(f);
-  float bamax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
+  float f[16];
+  const float bamax = load16<Rht>(x, 2 * b, true, f);
   std::uint8_t bits = 0;
   wait_for_amax();
   encode16<QuantFormat::Nvfp4, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, seed, bits);
   q.scales[b] = bits;
 }
 
-// NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by two loads through L1, as
-// quantize_nvfp4_rows_kernel, the RHT in one thread), a tile's 16 rows in a half-warp (row lane%16),
-// two tiles side by side a warp, sixteen a CTA along the same 16 rows. The tile's maximum takes four
-// shuffles within the half-warp; each of its 16 threads then finds the same scale and encodes its
-// 16 values (a warp per tile with 8 values a lane did the scale's work for half as many values, and
-// the maximum in five shuffles). Stochastic draws keyed as before: by each 8 values' vector index.
+// NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by load16, the RHT in one thread), a tile's 16
+// rows in a half-warp (row lane%16), two tiles side by side a warp, sixteen a CTA along the same 16 rows. The
+// tile's maximum takes four shuffles within the half-warp; each of its 16 threads then finds the same scale
+// and encodes its 16 values (a warp per tile with 8 values a lane did the scale's work for half as many
+// values, and the maximum in five shuffles). Stochastic draws keyed as before: by each 8 values' vector
+// index.
 template <bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
@@ -547,15 +554,8 @@ __global__ void __launch_bounds__(kThreads)
   const int row = threadIdx.x & 15;
   const std::int64_t tr = gridDim.y - 1 - blockIdx.y;
   const std::int64_t e = (tr * 16 + row) * cols + tc * 16;
-  float f[16], half[2][8];
-  load_vector(x, e / 8, valid, false, half[0]);
-  load_vector(x, e / 8 + 1, valid, false, half[1]);
-#pragma unroll
-  for (int i = 0; i < 16; ++i) f[i] = half[i / 8][i % 8];
-  if (Rht) hadamard16(f);
-  float bamax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
+  float f[16];
+  float bamax = load16<Rht>(x, e / 8, valid, f);
 #pragma unroll
   for (int o = 1; o < 16; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, o));
   wait_for_amax();
