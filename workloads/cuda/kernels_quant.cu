@@ -11,9 +11,9 @@
 // amax pass ends.
 // Every fp32 operation that decides a code is the CPU encoder's, in its order (IEEE division for the
 // scales, the FP4 quotient as numfmt::fp4_quotient, no contraction), so round-to-nearest codes and
-// scales match it byte for byte. On the H100 the
-// encoding pass streams below the HBM roof, and taking instructions out per value made it faster
-// (bench/quant_results.md): the work per value, not the memory, is what to cut next.
+// scales match it byte for byte. On the H100 the encoding pass streams below the HBM roof, and
+// taking instructions out per value made it faster (bench/quant_results.md): the work per value,
+// not the memory, is what to cut next.
 #include <cuda_fp8.h>
 #include <curand_kernel.h>
 
@@ -350,6 +350,11 @@ __device__ __forceinline__ std::uint32_t sign_nibbles(const float (&f)[8]) {
   return (even & 0x0F0F0F0Fu) | (odd & 0xF0F0F0F0u);
 }
 
+// RN(1/S) for encode_fp4x8, once per block (0 where S is not positive: every code 0).
+__device__ __forceinline__ float fp4_reciprocal(float scale) {
+  return scale > 0.0f ? __frcp_rn(scale) : 0.0f;
+}
+
 // Eight E2M1 codes (sign | magnitude code), packed low nibble first. Each quotient is |f|·RN(1/S),
 // as the CPU encoders and the definition compute it (quant_math.cpp's fp4_quotient): the case is
 // decided once for the eight values, so that the common one runs straight through, per value one
@@ -357,10 +362,6 @@ __device__ __forceinline__ std::uint32_t sign_nibbles(const float (&f)[8]) {
 // in one word (disjoint nibbles, so the sum is the OR; the codes' bias summed out once at the
 // end), the signs in another (sign_nibbles); a sign stays only where its magnitude is not 0 (bit 3
 // of nibble + 7), for the eight at once: no negative zero, as the CPU encoder.
-// RN(1/S) for encode_fp4x8, once per block (0 where S is not positive: every code 0).
-__device__ __forceinline__ float fp4_reciprocal(float scale) {
-  return scale > 0.0f ? __frcp_rn(scale) : 0.0f;
-}
 template <bool Sr>
 __device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, float rcp,
                                                       std::uint64_t v, std::uint64_t seed) {
@@ -539,12 +540,12 @@ __global__ void __launch_bounds__(kThreads)
   q.scales[b] = bits;
 }
 
-// NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by load16, the RHT in one thread), a tile's 16
-// rows in a half-warp (row lane%16), two tiles side by side a warp, sixteen a CTA along the same 16 rows. The
-// tile's maximum takes four shuffles within the half-warp; each of its 16 threads then finds the same scale
-// and encodes its 16 values (a warp per tile with 8 values a lane did the scale's work for half as many
-// values, and the maximum in five shuffles). Stochastic draws keyed as before: by each 8 values' vector
-// index.
+// NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by load16, the RHT in one thread),
+// a tile's 16 rows in a half-warp (row lane%16), two tiles side by side a warp, sixteen a CTA along
+// the same 16 rows. The tile's maximum takes four shuffles within the half-warp; each of its 16
+// threads then finds the same scale and encodes its 16 values (a warp per tile with 8 values a lane
+// did the scale's work for half as many values, and the maximum in five shuffles). Stochastic draws
+// keyed as before: by each 8 values' vector index.
 template <bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
