@@ -1,18 +1,18 @@
 // AVX-512 NVFP4 quantizer (see avx512_kernels.hpp): the tensor amax on the bf16 bits, then per
 // row the scales of its 1×16 blocks (16 blocks per vector) and the codes, 32 values per vector,
-// packed two per byte. Same codes as the scalar encoder of block_quant_avx2.cpp (fp32 quotient |x|·RN(1/S),
-// round to nearest even), ~2x faster than one division and one vpmovqb per block.
+// packed two per byte. Same codes as the scalar encoder of block_quant_avx2.cpp (the fp32 quotient
+// |x|·RN(1/S), round to nearest even), ~2x faster than one division and one vpmovqb per block.
 #include "avx512_kernels.hpp"
 #include "simd_avx512.hpp"
 
 namespace rafter::workloads::cpu::avx512 {
 namespace {
 
-// E2M1 code of |x|·inv (inv = RN(1/S), numfmt::fp4_quotient; round to nearest even, saturating at
-// 6) with the sign in bit 3. The
-// grid has spacing 2^(e−1) in binade e = min(max(floor(log2 a), 0), 2), so code = round(a·2^(1−e))
-// + 2e (scaling by a power of two is exact; the rounding is vrndscaleps' nearest-even), capped at
-// 7. Same codes as the thresholds of block_quant_avx2.cpp's e2m1_code_rne (checked exhaustively).
+// E2M1 code of a = |x|·inv (inv = RN(1/S), numfmt::fp4_quotient; round to nearest even,
+// saturating at 6) with the sign in bit 3. The grid has spacing 2^(e−1) in binade
+// e = min(max(floor(log2 a), 0), 2), so code = round(a·2^(1−e)) + 2e (scaling by a power of two is
+// exact; the rounding is vrndscaleps' nearest-even), capped at 7. Same codes as the thresholds of
+// block_quant_avx2.cpp's e2m1_code_rne (checked exhaustively).
 static inline __m512i e2m1_codes(__m512 x, __m512 inv) {
   // capped at 8 (code 7 either way) so that the integer conversion cannot overflow
   const __m512 a = _mm512_min_ps(_mm512_mul_ps(_mm512_abs_ps(x), inv), _mm512_set1_ps(8.0f));
