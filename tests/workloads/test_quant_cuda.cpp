@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -178,6 +179,41 @@ TEST_F(GpuQuant, TinyTensorsDivideWhereTheReciprocalOverflows) {
     EXPECT_EQ(g.codes.host(nc), std::vector<std::uint8_t>(qc, qc + nc));
     EXPECT_EQ(g.scales.host(ns), std::vector<std::uint8_t>(qs, qs + ns));
   }
+}
+
+// RAFTER_QUANT_PIPELINE=1 (the NVFP4 1×16 encoding as a grid-stride loop that loads each thread's
+// next block before it encodes the current one): the same bytes as the one-block-a-thread kernel in
+// every variant (the stochastic draws are keyed by element), and for round to nearest the CPU
+// encoder's. 1040 × 4112: more blocks than the loop's threads, so each thread takes several.
+TEST_F(GpuQuant, PipelinedRowsKernelWritesTheSameBytes) {
+  const std::int64_t rows = 1040, cols = 4112;
+  const auto x = random_bf16(rows, cols, 13);
+  std::vector<float> xf(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) xf[i] = numfmt::bf16_to_float(x[i]);
+  Dev<__nv_bfloat16> dx(x.size());
+  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const auto f = cuda::QuantFormat::Nvfp4;
+  const std::size_t nc = cuda::quant_code_bytes(f, rows, cols), ns = cuda::quant_scale_bytes(f, rows, cols);
+  for (bool rht : {false, true})
+    for (bool sr : {false, true}) {
+      SCOPED_TRACE(std::string(rht ? "rht" : "") + (sr ? " sr" : ""));
+      GpuQuantized one(f, rows, cols), loop(f, rows, cols);
+      cuda::quantize_bf16(dx.p, one.ref(), rows, cols, f, {rht, sr, 7}, one.workspace.p, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(setenv("RAFTER_QUANT_PIPELINE", "1", 1), 0);
+      cuda::quantize_bf16(dx.p, loop.ref(), rows, cols, f, {rht, sr, 7}, loop.workspace.p, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      unsetenv("RAFTER_QUANT_PIPELINE");
+      EXPECT_EQ(loop.codes.host(nc), one.codes.host(nc));
+      EXPECT_EQ(loop.scales.host(ns), one.scales.host(ns));
+      if (sr) continue;
+      cpu::QuantizedTensor q;
+      q.precision = "nvfp4", q.rows = rows, q.cols = cols;
+      q.allocate();
+      cpu::quantize(xf.data(), q, {rht, false, 1});
+      const auto* qc = static_cast<const std::uint8_t*>(q.values.data());
+      EXPECT_EQ(loop.codes.host(nc), std::vector<std::uint8_t>(qc, qc + nc));
+    }
 }
 
 std::vector<std::uint8_t> bytes_of(const rafter::workloads::cpu::Buffer& b, std::size_t n) {
