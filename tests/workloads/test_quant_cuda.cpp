@@ -86,6 +86,18 @@ struct GpuQuantized {
   cuda::QuantTensorRef ref() const { return {codes.p, scales.p, tensor_scale.p}; }
 };
 
+// A random_bf16 tensor on the host, as fp32 for the CPU encoder, and on the GPU.
+struct Input {
+  std::vector<std::uint16_t> x;
+  std::vector<float> xf;
+  Dev<__nv_bfloat16> dx;
+  Input(std::int64_t rows, std::int64_t cols, std::uint64_t seed, int shift = 0)
+      : x(random_bf16(rows, cols, seed, shift)), xf(x.size()), dx(x.size()) {
+    for (std::size_t i = 0; i < x.size(); ++i) xf[i] = numfmt::bf16_to_float(x[i]);
+    EXPECT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+};
+
 class GpuQuant : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -95,11 +107,11 @@ class GpuQuant : public ::testing::Test {
 
 TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
   const std::int64_t rows = 64, cols = 384;
-  const auto x = random_bf16(rows, cols, 7);
-  std::vector<float> xf(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) xf[i] = numfmt::bf16_to_float(x[i]);
-  Dev<__nv_bfloat16> dx(x.size());
-  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const Input in(rows, cols, 7);
+  ASSERT_FALSE(HasFailure());  // the upload
+  const auto& x = in.x;
+  const auto& xf = in.xf;
+  const auto& dx = in.dx;
   for (const Format& f : kFormats)
     for (bool rht : {false, true}) {
       SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : "") + (rht ? " rht" : ""));
@@ -148,11 +160,10 @@ TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
 // encode_fp4x8). The FP4 formats' bytes still equal the CPU encoder's.
 TEST_F(GpuQuant, TinyTensorsDivideWhereTheReciprocalOverflows) {
   const std::int64_t rows = 64, cols = 384;
-  const auto x = random_bf16(rows, cols, 5, -118);
-  std::vector<float> xf(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) xf[i] = numfmt::bf16_to_float(x[i]);
-  Dev<__nv_bfloat16> dx(x.size());
-  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const Input in(rows, cols, 5, -118);
+  ASSERT_FALSE(HasFailure());  // the upload
+  const auto& xf = in.xf;
+  const auto& dx = in.dx;
   for (const Format& f : kFormats) {
     if (f.gpu == cuda::QuantFormat::Fp8E4m3 || f.gpu == cuda::QuantFormat::Fp8E5m2) continue;
     SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : ""));
@@ -187,11 +198,10 @@ TEST_F(GpuQuant, TinyTensorsDivideWhereTheReciprocalOverflows) {
 // encoder's. 1040 × 4112: more blocks than the loop's threads, so each thread takes several.
 TEST_F(GpuQuant, PipelinedRowsKernelWritesTheSameBytes) {
   const std::int64_t rows = 1040, cols = 4112;
-  const auto x = random_bf16(rows, cols, 13);
-  std::vector<float> xf(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) xf[i] = numfmt::bf16_to_float(x[i]);
-  Dev<__nv_bfloat16> dx(x.size());
-  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const Input in(rows, cols, 13);
+  ASSERT_FALSE(HasFailure());  // the upload
+  const auto& xf = in.xf;
+  const auto& dx = in.dx;
   const auto f = cuda::QuantFormat::Nvfp4;
   const std::size_t nc = cuda::quant_code_bytes(f, rows, cols), ns = cuda::quant_scale_bytes(f, rows, cols);
   for (bool rht : {false, true})
