@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -157,16 +156,20 @@ TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
 
 // A tensor so small that some block scales are under 2^-128: their RN(1/S) overflows, and every
 // encoder divides instead (numfmt::fp4_quotient; on the GPU the block-uniform branch of
-// encode_fp4x8). The FP4 formats' bytes still equal the CPU encoder's.
+// encode_fp4x8). The FP4 formats' bytes still equal the CPU encoder's. NVFP4's 16×16 tiles span 16
+// rows of random_bf16's 19 row magnitudes, so their input is 2^14 smaller again (every tile's
+// maximum under 2^-126). MXFP4's power-of-two scales are at least 2^-127: its 1/S never overflows,
+// and its bytes are checked on the 1×16 input alone.
 TEST_F(GpuQuant, TinyTensorsDivideWhereTheReciprocalOverflows) {
   const std::int64_t rows = 64, cols = 384;
-  const Input in(rows, cols, 5, -118);
-  ASSERT_FALSE(HasFailure());  // the upload
-  const auto& xf = in.xf;
-  const auto& dx = in.dx;
+  const Input small(rows, cols, 5, -118), smaller(rows, cols, 5, -132);
+  ASSERT_FALSE(HasFailure());  // the uploads
   for (const Format& f : kFormats) {
     if (f.gpu == cuda::QuantFormat::Fp8E4m3 || f.gpu == cuda::QuantFormat::Fp8E5m2) continue;
     SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : ""));
+    const Input& in = f.block2d ? smaller : small;
+    const auto& xf = in.xf;
+    const auto& dx = in.dx;
     cpu::QuantizedTensor q;
     q.precision = f.precision, q.rows = rows, q.cols = cols, q.block2d = f.block2d;
     q.allocate();
@@ -179,7 +182,7 @@ TEST_F(GpuQuant, TinyTensorsDivideWhereTheReciprocalOverflows) {
                               : float(numfmt::decode_small(b, numfmt::kE4M3)) * q.tensor_scale;
       overflowing |= scale > 0 && std::isinf(1.0f / scale);
     }
-    EXPECT_TRUE(overflowing);
+    EXPECT_EQ(overflowing, f.gpu != cuda::QuantFormat::Mxfp4);
     GpuQuantized g(f.gpu, rows, cols);
     cuda::quantize_bf16(dx.p, g.ref(), rows, cols, f.gpu, {false, false, 1}, g.workspace.p, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -190,40 +193,6 @@ TEST_F(GpuQuant, TinyTensorsDivideWhereTheReciprocalOverflows) {
     EXPECT_EQ(g.codes.host(nc), std::vector<std::uint8_t>(qc, qc + nc));
     EXPECT_EQ(g.scales.host(ns), std::vector<std::uint8_t>(qs, qs + ns));
   }
-}
-
-// RAFTER_QUANT_PIPELINE=1 (the NVFP4 1×16 encoding as a grid-stride loop that loads each thread's
-// next block before it encodes the current one): the same bytes as the one-block-a-thread kernel in
-// every variant (the stochastic draws are keyed by element), and for round to nearest the CPU
-// encoder's. 1040 × 4112: more blocks than the loop's threads, so each thread takes several.
-TEST_F(GpuQuant, PipelinedRowsKernelWritesTheSameBytes) {
-  const std::int64_t rows = 1040, cols = 4112;
-  const Input in(rows, cols, 13);
-  ASSERT_FALSE(HasFailure());  // the upload
-  const auto& xf = in.xf;
-  const auto& dx = in.dx;
-  const auto f = cuda::QuantFormat::Nvfp4;
-  const std::size_t nc = cuda::quant_code_bytes(f, rows, cols), ns = cuda::quant_scale_bytes(f, rows, cols);
-  for (bool rht : {false, true})
-    for (bool sr : {false, true}) {
-      SCOPED_TRACE(std::string(rht ? "rht" : "") + (sr ? " sr" : ""));
-      GpuQuantized one(f, rows, cols), loop(f, rows, cols);
-      cuda::quantize_bf16(dx.p, one.ref(), rows, cols, f, {rht, sr, 7}, one.workspace.p, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      ASSERT_EQ(setenv("RAFTER_QUANT_PIPELINE", "1", 1), 0);
-      cuda::quantize_bf16(dx.p, loop.ref(), rows, cols, f, {rht, sr, 7}, loop.workspace.p, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      unsetenv("RAFTER_QUANT_PIPELINE");
-      EXPECT_EQ(loop.codes.host(nc), one.codes.host(nc));
-      EXPECT_EQ(loop.scales.host(ns), one.scales.host(ns));
-      if (sr) continue;
-      cpu::QuantizedTensor q;
-      q.precision = "nvfp4", q.rows = rows, q.cols = cols;
-      q.allocate();
-      cpu::quantize(xf.data(), q, {rht, false, 1});
-      const auto* qc = static_cast<const std::uint8_t*>(q.values.data());
-      EXPECT_EQ(loop.codes.host(nc), std::vector<std::uint8_t>(qc, qc + nc));
-    }
 }
 
 std::vector<std::uint8_t> bytes_of(const rafter::workloads::cpu::Buffer& b, std::size_t n) {

@@ -540,35 +540,6 @@ __global__ void __launch_bounds__(kThreads)
   q.scales[b] = bits;
 }
 
-// quantize_nvfp4_rows_kernel as a grid-stride loop over the blocks (the last first, as there), each
-// thread's next block loaded before it encodes the current one. The one-block-a-thread kernel loads,
-// then encodes, in step with the other threads of its wave: on the H100 its encoding pass at 4096²
-// (about 18 µs) is close to the sum of its HBM time (13.5 µs) and its issue time (9 µs), not their
-// maximum. Launched by RAFTER_QUANT_PIPELINE=1, the A/B of bench/quant_vs_pytorch.sh (compiled, not
-// yet timed); codes, scales and stochastic draws are the other kernel's.
-template <bool Rht, bool Sr>
-__global__ void __launch_bounds__(kThreads)
-    quantize_nvfp4_rows_pipelined_kernel(const bf16* x, QuantTensorRef q, std::int64_t n,
-                                         std::uint64_t seed) {
-  const std::int64_t blocks = n / 16, stride = std::int64_t(gridDim.x) * kThreads;
-  std::int64_t i = std::int64_t(blockIdx.x) * kThreads + threadIdx.x;  // b = blocks - 1 - i
-  float f[16];
-  float bamax = load16<Rht>(x, 2 * (blocks - 1 - i), i < blocks, f);
-  wait_for_amax();
-  const float ts = __ldcg(q.tensor_scale);
-  for (; i < blocks; i += stride) {
-    const std::int64_t b = blocks - 1 - i;
-    float next[16];
-    const float next_max = load16<Rht>(x, 2 * (b - stride), i + stride < blocks, next);
-    std::uint8_t bits = 0;
-    encode16<QuantFormat::Nvfp4, Sr>(f, bamax, ts, q.codes, 16 * b, seed, bits);
-    q.scales[b] = bits;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) f[j] = next[j];
-    bamax = next_max;
-  }
-}
-
 // NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by load16, the RHT in one thread),
 // a tile's 16 rows in a half-warp (row lane%16), two tiles side by side a warp, sixteen a CTA along
 // the same 16 rows. The tile's maximum takes four shuffles within the half-warp; each of its 16
@@ -871,24 +842,9 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
     launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", true, x, q,
                        cols, seed);
   } else if constexpr (F == QuantFormat::Nvfp4) {
-    const std::int64_t needed = std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads);
-    const char* pipeline = std::getenv("RAFTER_QUANT_PIPELINE");  // read each launch: tests switch it
-    if (pipeline && std::string(pipeline) == "1") {
-      // as many CTAs as are resident at once (4 an SM at its 55 registers on sm_90a), each looping
-      static const int per_sm = [] {
-        int n = 0;
-        check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                       &n, quantize_nvfp4_rows_pipelined_kernel<Rht, Sr>, kThreads, 0),
-                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-        return std::max(1, n);
-      }();
-      const unsigned grid = unsigned(std::min<std::int64_t>(needed, std::int64_t(per_sm) * sm_count()));
-      launch_encoding<F>(quantize_nvfp4_rows_pipelined_kernel<Rht, Sr>, dim3(grid), stream,
-                         "quantize_nvfp4_rows_pipelined_kernel", true, x, q, rows * cols, seed);
-    } else {
-      launch_encoding<F>(quantize_nvfp4_rows_kernel<Rht, Sr>, dim3(unsigned(needed)), stream,
-                         "quantize_nvfp4_rows_kernel", true, x, q, rows * cols, seed);
-    }
+    const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
+    launch_encoding<F>(quantize_nvfp4_rows_kernel<Rht, Sr>, dim3(grid), stream, "quantize_nvfp4_rows_kernel",
+                       true, x, q, rows * cols, seed);
   } else {
     launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(vector_blocks(rows * cols)), stream,
                        "quantize_flat_kernel", false, x, q, rows * cols, seed);
