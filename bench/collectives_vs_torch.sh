@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Issue 16's NCCL collectives in ONE device call: build rafter (the rafter target), run the NCCL
-# backend's check and timing (rafter profile --op <collective> on every local GPU, single-process
-# launch, --quick) at 1 MiB ... 1 GiB (x4; SIZES), the comm.nccl probe (--quick), and
-# torch.distributed over NCCL with as many ranks as `nvidia-smi -L` lists GPUs as the peer:
-# bench/collectives_vs_torch.py prints the table (time, algbw, busbw, rafter/torch, NCCL's choice)
-# and, with 2 GPUs or more, issue 16's targets met or missed. Logs and JSON under $OUT (or
-# /tmp/collectives).
+# Issues 16 and 17's NCCL collectives in ONE device call: build rafter (the rafter target), run the
+# NCCL backend's check and timing (rafter profile --op <collective> over the first n local GPUs,
+# single-process launch, --quick) at 1 MiB ... 1 GiB (x4; SIZES) for every rank count n in RANKS
+# (default 2, 4, 8 … below the GPUs `nvidia-smi -L` lists, then all of them), the comm.nccl probe
+# (--quick; one sweep per rank count), and torch.distributed over NCCL with n ranks as the peer:
+# bench/collectives_vs_torch.py prints one table per n (time, algbw, busbw, rafter/torch, NCCL's
+# choice) and, with 2 ranks or more, issue 16's targets met or missed. LAUNCHES="single mpirun" times
+# rafter's collectives a second time as torch runs them, one process per GPU under mpirun. Stage topo records the
+# GPUs' links (nvidia-smi topo -m, NVLink status). Logs and JSON under $OUT (or /tmp/collectives).
 # On the device machine, from the repository root, carrying .device-debs (bench/device_build.sh):
 #   bash bench/collectives_vs_torch.sh [build-dir]
-# With 2 GPUs or more and mpirun, stage tp runs the Llama-2 7B prefill step with --tp 2 under
-# mpirun (one process per GPU, each its shard; the all-reduces over NCCL) and prints its records.
+# With 2 GPUs or more and mpirun, stage tp runs a model step (TP_MODEL, default llama2-7b; TP_PHASE,
+# default prefill; TP_SEQ, default 4096) with --tp TP (default: every GPU) under mpirun (one process
+# per GPU, each its shard; the all-reduces over NCCL) and prints its all-reduces and their share.
 # Stage p2p (2 GPUs or more): cuda.links' peer copies (write, read, both ways, 8-byte latency, the
 # link NVML names) beside torch's device-to-device copy between cuda:0 and cuda:1 (x.copy_ of
 # 256 MiB, CUDA events, median of 20).
@@ -18,13 +21,14 @@
 # of its layer's linear FLOPs (details.overlap), then the same pairs in torch.distributed +
 # torch.matmul (bench/overlap_vs_torch.py).
 # Stage report (after tp): the GPU's ceilings (cuda.bandwidth, tensor, fma, shared, launch; --quick)
-# and comm.nccl's full sweep into one machine.json, then `rafter report` of the TP=2 step against it:
-# the all-reduces on nccl:2 all_reduce's measured busbw and latency, the rest on the GPU's roofs.
-# STAGES (default "build profile probe torch tp p2p overlap report") picks a subset.
+# and comm.nccl's full sweep (under mpirun -np TP, the step's launch) into one machine.json, then
+# `rafter report` of the TP step against it: the all-reduces on nccl:<TP> all_reduce's measured
+# busbw and latency, the rest on the GPU's roofs.
+# STAGES (default "build topo profile probe torch tp p2p overlap report") picks a subset.
 set -uo pipefail
 build=${1:-build-dev}
 out=${OUT:-/tmp/collectives}
-stages=${STAGES:-build profile probe torch tp p2p overlap report}
+stages=${STAGES:-build topo profile probe torch tp p2p overlap report}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 # shellcheck disable=SC1091
@@ -34,19 +38,36 @@ export RAFTER_BUILD_TARGETS="rafter"
 build_or_env -DRAFTER_TESTS=OFF || exit 1
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 echo "GPUs: $gpus"
+if [ -z "${RANKS:-}" ]; then  # probes/comm/comm_sweep.cpp's rank_counts
+  RANKS=""; for (( n = 2; n < gpus; n *= 2 )); do RANKS="$RANKS $n"; done; RANKS="$RANKS $gpus"
+fi
+echo "rank counts: $RANKS"
 sizes=${SIZES:-"1048576 4194304 16777216 67108864 268435456 1073741824"}  # bytes of the full buffer S, 1 MiB to 1 GiB
+if has topo; then
+  nvidia-smi topo -m 2>&1 | tee "$out/topo.txt"
+  nvidia-smi nvlink --status -i 0 2>&1 | head -24 | tee "$out/nvlink0.txt"
+  stamp "topo"
+fi
+launches=${LAUNCHES:-single}  # "single mpirun": also one process per GPU under mpirun, as torch runs
+mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --bind-to none)
 if has profile; then
-  for op in all_reduce all_gather reduce_scatter all_to_all send_recv; do
-    for dtype in bf16 fp32; do
-      for bytes in $sizes; do
-        [ "$dtype" = bf16 ] && e=$(( bytes / 2 )) || e=$(( bytes / 4 ))
-        timeout 60 "$rafter" profile --op $op --dtype $dtype --device cuda:0 --shape elements=$e,ranks=$gpus \
-          --quick -o "$out/profile.$op.$dtype.$bytes.json" >>"$out/profile.log" 2>&1 \
-          || echo "profile $op $dtype $bytes: exit $?"
+  for launch in $launches; do
+    for n in $RANKS; do
+      if [ "$launch" = mpirun ]; then cmd=("${mpi[@]}" -np "$n" "$rafter"); dev=cuda; suffix=.mpi
+      else cmd=("$rafter"); dev=cuda:0; suffix=; fi
+      for op in all_reduce all_gather reduce_scatter all_to_all send_recv; do
+        for dtype in bf16 fp32; do
+          for bytes in $sizes; do
+            [ "$dtype" = bf16 ] && e=$(( bytes / 2 )) || e=$(( bytes / 4 ))
+            timeout 60 "${cmd[@]}" profile --op $op --dtype $dtype --device "$dev" --shape "elements=$e,ranks=$n" \
+              --quick -o "$out/profile.$op.$dtype.$bytes.r$n$suffix.json" >>"$out/profile.log" 2>&1 \
+              || echo "profile $op $dtype $bytes ranks $n ($launch): exit $?"
+          done
+        done
       done
+      stamp "profiled over $n ranks ($launch)"
     done
   done
-  stamp "profiled"
 fi
 if has probe; then
   timeout 120 "$rafter" probe --device cuda --filter comm.nccl --quick -o "$out/machine.json" >"$out/probe.log" 2>&1
@@ -54,16 +75,19 @@ if has probe; then
   stamp "probed"
 fi
 if has torch; then
-  timeout 240 python3 bench/collectives_vs_torch.py --gpus "$gpus" --sizes $sizes --rafter-dir "$out" \
-    --json "$out/torch.json" 2>&1 | tail -60
-  stamp "torch"
+  for n in $RANKS; do
+    timeout 240 python3 bench/collectives_vs_torch.py --gpus "$n" --sizes $sizes --rafter-dir "$out" \
+      --json "$out/torch.r$n.json" 2>&1 | tail -70
+    stamp "torch over $n ranks"
+  done
 fi
-if has tp && [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun -np 2 --bind-to none \
-    "$rafter" profile --device cuda --model llama2-7b --phase prefill --seq 4096 --tp 2 --quick \
-    -o "$out/tp2.json" >"$out/tp2.log" 2>&1
-  echo "tp 2: exit $?"; tail -40 "$out/tp2.log"
-  python3 - "$out/tp2.json" <<'PY'
+tp=${TP:-$gpus}
+tp_json="$out/tp$tp.json"
+if has tp && [ "$tp" -ge 2 ] && command -v mpirun >/dev/null; then
+  timeout "${TP_TIMEOUT:-300}" "${mpi[@]}" -np "$tp" "$rafter" profile --device cuda \
+    --model "${TP_MODEL:-llama2-7b}" --phase "${TP_PHASE:-prefill}" --seq "${TP_SEQ:-4096}" --tp "$tp" --quick -o "$tp_json" >"$out/tp$tp.log" 2>&1
+  echo "${TP_MODEL:-llama2-7b} ${TP_PHASE:-prefill} tp $tp: exit $?"; tail -60 "$out/tp$tp.log"
+  python3 - "$tp_json" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))
 for r in run["records"]:
@@ -111,17 +135,19 @@ if has overlap && [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
   timeout 240 python3 bench/overlap_vs_torch.py --gpus 2 "$out/zero3.json" 2>&1 | tail -12
   stamp "overlap"
 fi
-if has report && [ -f "$out/tp2.json" ]; then
+if has report && [ -f "$tp_json" ]; then
   timeout 240 "$rafter" probe --device cuda:0 --quick --filter '^cuda[.](bandwidth|tensor|fma|shared|launch)$' \
     -o "$out/machine-gpu.json" >"$out/probe-gpu.log" 2>&1; echo "GPU probes: exit $?"
-  timeout 120 "$rafter" probe --device cuda --filter '^comm[.]nccl$' -o "$out/machine-comm.json" \
-    >"$out/probe-comm.log" 2>&1; echo "comm.nccl (full sweep): exit $?"
+  # The step ran one process per GPU: its collectives' roofs come from the same launch (a single
+  # process over the GPUs issues every GPU's kernel from one thread: 36 against 25 µs at 4 ranks).
+  timeout 120 "${mpi[@]}" -np "$tp" "$rafter" probe --device cuda --filter '^comm[.]nccl$' \
+    -o "$out/machine-comm.json" >"$out/probe-comm.log" 2>&1; echo "comm.nccl (full sweep, mpirun -np $tp): exit $?"
   python3 - "$out/machine-gpu.json" "$out/machine-comm.json" "$out/machine-step.json" <<'PY'
 import json, sys
 gpu, comm = (json.load(open(p)) for p in sys.argv[1:3])
 gpu["ceilings"] += [c for c in comm["ceilings"] if c["device"] == "cuda:0"]
 json.dump(gpu, open(sys.argv[3], "w"), indent=1)
 PY
-  "$rafter" report -m "$out/machine-step.json" "$out/tp2.json" 2>&1 | grep -v "^note: .*no bandwidth roof" | head -40
+  "$rafter" report -m "$out/machine-step.json" "$tp_json" 2>&1 | grep -v "^note: .*no bandwidth roof" | head -70
   stamp "report"
 fi

@@ -49,6 +49,13 @@ void add_ceilings(const SweepSpec& spec, Collective c, WireType t, const std::ve
 
 }  // namespace
 
+std::vector<int> rank_counts(int gpus) {
+  std::vector<int> out;
+  for (int n = 2; n < gpus; n *= 2) out.push_back(n);
+  out.push_back(std::max(gpus, 1));
+  return out;
+}
+
 std::vector<double> sweep_sizes(const ProbeOptions& o, double max_bytes) {
   std::vector<double> out;
   if (o.quick) {

@@ -29,6 +29,10 @@ struct SweepSpec {
   std::function<nlohmann::json()> choice;
 };
 
+// The communicator sizes a node's sweep covers: 2, 4, 8 … below `gpus`, then `gpus` itself (one
+// GPU: {1}). Tensor-parallel groups are powers of two within a node.
+std::vector<int> rank_counts(int gpus);
+
 // Sizes: 8 B, then x8 up to max_bytes; --quick: 8 B, 4 KiB, 1 MiB (capped).
 std::vector<double> sweep_sizes(const ProbeOptions& o, double max_bytes);
 void sweep_collectives(const ProbeOptions& options, const SweepSpec& spec, const MakeCall& make, MachineProfile& profile);

@@ -1,9 +1,11 @@
 // comm.nccl: the collectives between GPUs over NCCL (all_reduce, all_gather, reduce_scatter,
 // all_to_all, broadcast, send_recv between ring neighbours), FP32 and BF16, 8 B up to 1 GiB
 // (--quick: 8 B, 4 KiB, 1 MiB), through the collector's NcclGroup: under mpirun one process per GPU
-// (it runs on the device cuda:<local rank>), alone one process over every local GPU (it runs once,
-// on cuda:0). The sweep and its ceilings are comm_sweep's (resource nccl:<ranks>); NCCL's version is
-// in params, and per size what NCCL chose (algorithm, protocol, channels: nccl_choice.hpp).
+// (it runs on the device cuda:<local rank>), alone one process over the local GPUs (it runs once,
+// on cuda:0): a sweep over the first 2, 4, 8 … GPUs and over all of them, so that a TP=2 step on an
+// 8-GPU node finds its roof (nccl:2) beside nccl:8. The sweep and its ceilings are comm_sweep's
+// (resource nccl:<ranks>); NCCL's version is in params, and per size what NCCL chose (algorithm,
+// protocol, channels: nccl_choice.hpp).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -32,14 +34,10 @@ struct DeviceMemory {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 };
 
-void run_nccl_collectives(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
-  Ranks& ranks = Ranks::world();
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return;
-  const bool mpi = ranks.size() > 1;
-  if (device.id != fmt::format("cuda:{}", mpi ? ranks.local_rank() : 0)) return;  // one sweep per process
-  const int n = mpi ? ranks.size() : count;
-  auto group = std::make_shared<NcclGroup>(n, mpi ? ranks.local_rank() : 0);
+// One sweep over a communicator of n ranks (the first n local GPUs, or the mpirun world).
+void sweep_ranks(const ProbeOptions& options, const Device& device, int n, int first_device, bool mpi,
+                 MachineProfile& profile) {
+  auto group = std::make_shared<NcclGroup>(n, first_device);
   comm::SweepSpec spec;
   spec.probe = "comm.nccl";
   spec.device = device.id;
@@ -48,9 +46,10 @@ void run_nccl_collectives(const ProbeOptions& options, const Device& device, Mac
   spec.max_bytes = double(1 << 30);
   spec.collectives = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
                       Collective::AllToAll,  Collective::Broadcast, Collective::SendRecv};
-  spec.params = {
-      {"nccl_version", NcclGroup::version()},
-      {"launch", mpi ? "one process per GPU (mpirun)" : "one process over local GPUs (ncclCommInitAll)"}};
+  spec.params = {{"nccl_version", NcclGroup::version()},
+                 {"launch", mpi ? "one process per GPU (mpirun)"
+                                : fmt::format("one process over cuda:{}..cuda:{} (ncclCommInitAll)",
+                                              first_device, first_device + n - 1)}};
   spec.choice = [] { return nccl_choices_json(nccl_choices_take()); };
   auto memory = std::make_shared<std::vector<std::unique_ptr<DeviceMemory>>>();
   comm::sweep_collectives(options, spec, [group, memory](Collective c, WireType t, std::size_t elements, const std::string& what) {
@@ -65,6 +64,15 @@ void run_nccl_collectives(const ProbeOptions& options, const Device& device, Mac
   memory->clear();
 }
 
+void run_nccl_collectives(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
+  Ranks& ranks = Ranks::world();
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return;
+  const bool mpi = ranks.size() > 1;
+  if (device.id != fmt::format("cuda:{}", mpi ? ranks.local_rank() : 0)) return;  // one sweep per process
+  if (mpi) return sweep_ranks(options, device, ranks.size(), ranks.local_rank(), true, profile);
+  for (const int n : comm::rank_counts(count)) sweep_ranks(options, device, n, 0, false, profile);
+}
 }  // namespace
 
 RAFTER_REGISTER_PROBE("comm.nccl", "cuda", "NCCL collectives between GPUs (one process or mpirun): busbw, latency",
