@@ -9,8 +9,9 @@
 #   bash bench/nvfp4_gpu.sh [build-dir]
 # STAGES (default all) picks a subset, e.g. two calls of under 10 minutes each on a warm machine:
 #   STAGES="build tests quant" ...   then   STAGES="decode ncu steps" ...
-# TEST_FILTER replaces the tests stage's gtest filter; QUANT_FILTER (bench/quant_vs_pytorch.py) the
-# quantizer rows.
+# Stage ncu_quant (not in the default): Nsight Compute on the NVFP4 rows and 16×16 tiles encoders.
+# TEST_FILTER replaces the tests stage's gtest filter, MEMCHECK_FILTER its memcheck's (default the
+# decode GEMM's tests); QUANT_FILTER (bench/quant_vs_pytorch.py) the quantizer rows.
 set -uo pipefail
 build=${1:-build-dev}
 out=/tmp/nvfp4
@@ -30,10 +31,11 @@ if has tests; then
   "$build/tests/test_workloads" \
     --gtest_filter="${TEST_FILTER:-Fp4GemmCuda.*:GpuQuant.*:GpuKernelsCuda.Fp4GemmTimesItsHotPatch}" >"$out/test_fp4.log" 2>&1
   echo "test_workloads (FP4, quantizers, hot patch): exit $?"
-  grep -E "^\[  (PASSED|FAILED) |Failure|error|^hot patch" "$out/test_fp4.log" | head
+  grep -E -A3 "^\[  (PASSED|FAILED) |Failure|^hot patch" "$out/test_fp4.log" | head -40
   timeout 100 compute-sanitizer --tool memcheck --error-exitcode 3 "$build/tests/test_workloads" \
-    --gtest_filter='Fp4GemmCuda.DecodeKernel*' >"$out/memcheck_fp4.log" 2>&1
-  echo "compute-sanitizer memcheck (FP4 decode GEMM): exit $?"; grep -E "ERROR SUMMARY" "$out/memcheck_fp4.log"
+    --gtest_filter="${MEMCHECK_FILTER:-Fp4GemmCuda.DecodeKernel*}" >"$out/memcheck_fp4.log" 2>&1
+  echo "compute-sanitizer memcheck (${MEMCHECK_FILTER:-Fp4GemmCuda.DecodeKernel*}): exit $?"
+  grep -E "ERROR SUMMARY" "$out/memcheck_fp4.log"
   stamp "tests"
 fi
 
@@ -46,6 +48,20 @@ if has decode; then
   OUT="$out/decode" FP4_TOKENS=${FP4_TOKENS:-16} PROBE_TIMEOUT=40 RAFTER_TIMEOUT=150 TORCH_TIMEOUT=120 \
     bash bench/fp4_gemm_vs_pytorch.sh "$build"
   stamp "decode rows"
+fi
+
+# Nsight Compute on the NVFP4 encoding kernels of the same 11008×4096-value tensor: the 1×16 rows
+# kernel (4096×11008) against the 16×16 tiles kernel (11008×4096): where the tiles kernel's time goes.
+if has ncu_quant; then
+  for shape in rows=4096,cols=11008 rows=11008,cols=4096,block2d=1; do
+    timeout 120 ncu --launch-skip 2 --launch-count 1 -k regex:'quantize_(rows16|tiles)' --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats "$rafter" profile \
+      --device cuda --op quantize --dtype nvfp4 --phase fwd --shape "$shape" --quick >"$out/ncu-quant-$shape.txt" 2>&1
+    echo "ncu quantize $shape: exit $?"
+    grep -E "quantize_|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles Per Issued|Issued Ipc|Registers Per|Stall" \
+      "$out/ncu-quant-$shape.txt" | head -24
+  done
+  stamp "ncu_quant"
 fi
 
 # Nsight Compute on the decode GEMM at two shapes: where its time goes (speed of light, warp stalls).

@@ -103,7 +103,7 @@ __device__ __forceinline__ float abs_max8(const float (&f)[8]) {
 __device__ __forceinline__ void let_encoding_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
 // The CTA barrier first: without it ptxas schedules the wait above the loads before it (moving a
 // wait earlier is always allowed), and the loads would no longer overlap the amax pass's end. With
-// it the SASS of quantize_nvfp4_rows_kernel and quantize_both_kernel issues the loads before the
+// it the SASS of quantize_rows16_kernel and quantize_both_kernel issues the loads before the
 // wait (what was timed); in quantize_tiles_kernel ptxas puts barrier and wait above the loads, so
 // there PDL only hides the launch. (A barrier on a value of the loads keeps every kernel's loads
 // above the wait, but then waits for them to arrive: not timed, not used.) Every thread of the CTA
@@ -422,8 +422,7 @@ __device__ __forceinline__ void fp8_words(const float (&f)[N], float ts, std::ui
   for (int j = 0; j < N / 4; ++j) w[j] = fp8_word<F>(y[4 * j], y[4 * j + 1], y[4 * j + 2], y[4 * j + 3]);
 }
 
-// Row-wise formats (MXFP4 1×32, FP8 per tensor; NVFP4 1×16 has quantize_nvfp4_rows_kernel): blocks never
-// cross a row, so the tensor is a flat array.
+// FP8 per tensor, 8 values a thread, the tensor as a flat array (FP4 row-wise has quantize_rows16_kernel).
 template <QuantFormat F, bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_flat_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
@@ -434,27 +433,14 @@ __global__ void __launch_bounds__(kThreads)
   float f[8];
   load_vector(x, v, valid, true, f);
   if (Rht) hadamard16_pair(f, threadIdx.x & 1);
-  const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);  // launched after the amax pass
-  if constexpr (is_fp8(F)) {
-    std::uint32_t w[2];
-    fp8_words<F>(f, ts, w);
-    if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
-    if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
-      for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
-        q.codes[e] = fp8_byte<F>(__bfloat162float(x[e]) / ts);
-  } else {
-    constexpr int kLanes = block_cols(F) / 8;
-    float bamax = abs_max8(f);
-#pragma unroll
-    for (int o = 1; o < kLanes; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, o));
-    std::uint8_t bits = 0;
-    const float scale = block_scale<F>(bamax, ts, bits);
-    const std::uint32_t packed = encode_fp4x8<Sr>(f, scale, fp4_reciprocal(scale), std::uint64_t(v), seed);
-    if (valid) {
-      reinterpret_cast<std::uint32_t*>(q.codes)[v] = packed;
-      if (v % kLanes == 0) q.scales[v / kLanes] = bits;
-    }
-  }
+  static_assert(is_fp8(F), "FP4 row-wise: quantize_rows16_kernel");
+  const float ts = __ldg(q.tensor_scale);  // launched after the amax pass
+  std::uint32_t w[2];
+  fp8_words<F>(f, ts, w);
+  if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
+  if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
+    for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
+      q.codes[e] = fp8_byte<F>(__bfloat162float(x[e]) / ts);
 }
 
 // transpose=1: both copies from one read. A CTA takes a 64×64 tile. Phase A: a thread owns 16
@@ -524,20 +510,31 @@ __device__ __forceinline__ float load16(const bf16* x, std::int64_t v, bool vali
   return m;
 }
 
-// NVFP4 1×16, row-wise: one thread per scale block (load16), so that the block's maximum and scale
-// are found once, by the thread that encodes the block, with no shuffle (quantize_flat_kernel's lane
-// pairs each computed both).
-template <bool Rht, bool Sr>
+// Row-wise FP4, 16 values a thread (load16). NVFP4 1×16: a thread per scale block, so that the
+// block's maximum and scale are found once, by the thread that encodes the block, with no shuffle
+// (8 values a thread, lane pairs each computing both, was slower). MXFP4 1×32: a lane pair per block, its
+// maximum by one shuffle, the scale byte from the even lane; no amax pass to wait for. n is a
+// multiple of 32 for MXFP4 (check_shape), so a pair is valid or invalid together.
+template <QuantFormat F, bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads)
-    quantize_nvfp4_rows_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
+    quantize_rows16_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
   const std::int64_t b = (std::int64_t(gridDim.x) - 1 - blockIdx.x) * kThreads + threadIdx.x;
-  if (b >= n / 16) return;  // nothing below waits for another lane
   float f[16];
-  const float bamax = load16<Rht>(x, 2 * b, true, f);
   std::uint8_t bits = 0;
-  wait_for_amax();
-  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, seed, bits);
-  q.scales[b] = bits;
+  if constexpr (F == QuantFormat::Mxfp4) {
+    const bool valid = b < n / 16;  // no return before the shuffle: the warp's other lanes
+    float bamax = load16<Rht>(x, 2 * b, valid, f);
+    bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, 1));
+    if (!valid) return;
+    encode16<F, Sr>(f, bamax, 1.0f, q.codes, 16 * b, seed, bits);
+    if (!(b & 1)) q.scales[b / 2] = bits;
+  } else {
+    if (b >= n / 16) return;  // nothing below waits for another lane
+    const float bamax = load16<Rht>(x, 2 * b, true, f);
+    wait_for_amax();
+    encode16<F, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, seed, bits);
+    q.scales[b] = bits;
+  }
 }
 
 // NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by load16, the RHT in one thread),
@@ -633,10 +630,26 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- decoding --------------------------------------------------------------------------------
 
-__device__ __forceinline__ float e2m1_value(std::uint32_t k) {  // sign bit 8, as the CPU decoder's bits
-  const std::uint32_t ex = (k >> 1) & 3, m = k & 1;
-  const std::uint32_t mag = ex ? (((ex + 126) << 23) | (m << 22)) : (m ? 0x3f000000u : 0u);
-  return __uint_as_float(mag | ((k & 8) << 28));
+// Eight E2M1 codes (the nibbles of k, value i in bits 4i..4i+3, sign bit 3 as the CPU decoder's) to
+// floats. A magnitude's float bits are its bf16 bits (0, 0x3f00, 0x3f80, 0x3fc0, 0x4000, 0x4040,
+// 0x4080, 0x40c0) over 16 zero bits: byte permutes look up four codes' high and low bytes at once,
+// two more pair them as bf16x2, and a shift or a mask widens each half. About 5 instructions a value
+// where the field-by-field form took about 10.
+__device__ __forceinline__ void e2m1_values8(std::uint32_t k, float (&f)[8]) {
+  const std::uint32_t idx = k & 0x77777777u;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const std::uint32_t c = idx >> (16 * h);                            // prmt reads the low four nibbles
+    const std::uint32_t hi = __byte_perm(0x3f3f3f00u, 0x40404040u, c);  // codes 0-3, 4-7
+    const std::uint32_t lo = __byte_perm(0xc0800000u, 0xc0804000u, c);
+    const std::uint32_t pair[2] = {__byte_perm(lo, hi, 0x5140), __byte_perm(lo, hi, 0x7362)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = 4 * h + j;
+      const std::uint32_t mag = j % 2 ? pair[j / 2] & 0xffff0000u : pair[j / 2] << 16;
+      f[i] = __uint_as_float(mag | ((k << (28 - 4 * i)) & 0x80000000u));
+    }
+  }
 }
 
 __device__ __forceinline__ void store_values(bf16* out, std::int64_t v, const float (&f)[8]) {
@@ -665,13 +678,19 @@ __device__ __forceinline__ float decode_scale(const QuantTensorRef& q, std::int6
   } else {
     std::int64_t s = 0;
     if constexpr (F == QuantFormat::Nvfp4Tile16) {
-      const std::int64_t row = v * 8 / cols, col = v * 8 - row * cols;
-      s = (row / 16) * (cols / 16) + col / 16;
+      // The row by a 32-bit division where the tensor's vectors fit (a 64-bit one is a subroutine
+      // of some 70 instructions, per 8 values).
+      const std::int64_t cv = cols / 8;
+      const std::int64_t row = v < (std::int64_t(1) << 32) && cv < (std::int64_t(1) << 32)
+                                   ? std::int64_t(std::uint32_t(v) / std::uint32_t(cv))
+                                   : v / cv;
+      s = (row / 16) * (cols / 16) + (v - row * cv) / 2;
     } else {
       s = v * 8 / block_cols(F);
     }
-    const std::uint8_t sb = __ldg(q.scales + s);
-    return F == QuantFormat::Mxfp4 ? ldexpf(1.0f, int(sb) - 127) : e4m3_value(sb) * ts;
+    const std::uint32_t sb = __ldg(q.scales + s);
+    // E8M0: 2^(sb - 127) as float bits, sb << 23 (255: +inf, as ldexp gives); sb = 0 is 2^-127, subnormal.
+    return F == QuantFormat::Mxfp4 ? __uint_as_float(sb ? sb << 23 : 0x00400000u) : e4m3_value(sb) * ts;
   }
 }
 
@@ -702,12 +721,14 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t v = base + u * kThreads;
     if (v >= nvec) continue;
     float f[8];
+    if constexpr (is_fp8(F)) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      if constexpr (is_fp8(F))
+      for (int i = 0; i < 8; ++i)
         f[i] = fp8_value<F>(std::uint8_t(((i < 4 ? raw[u].x : raw[u].y) >> (8 * (i % 4))) & 255)) * scale[u];
-      else
-        f[i] = e2m1_value((raw[u].x >> (4 * i)) & 15) * scale[u];
+    } else {
+      e2m1_values8(raw[u].x, f);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) f[i] *= scale[u];
     }
     store_values(out, v, f);
   }
@@ -778,7 +799,7 @@ void with_encoding(QuantFormat f, const QuantLaunchOptions& o, Fn&& fn) {
 // wait_for_amax), as a programmatic dependent of it (the amax CTAs call let_encoding_launch). MXFP4
 // has none: the kernel before it may be the one writing x, which the encoding kernel reads before its
 // wait. RAFTER_QUANT_PDL=0 launches them in plain stream order: the A/B of bench/quant_vs_pytorch.sh.
-// quantize_flat_kernel (FP8 and MXFP4, 8 values a thread) is not dependent: with the barrier and the
+// quantize_flat_kernel (FP8, 8 values a thread) is not dependent: with the barrier and the
 // wait it took 31.1 µs at 4096² in FP8 instead of 26.8 (H100, bench/quant_results.md), PDL or not.
 template <QuantFormat F, class... Params, class... Args>
 void launch_encoding(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, const char* what,
@@ -841,10 +862,10 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
     const dim3 grid(unsigned((cols / 16 + kThreads / 16 - 1) / (kThreads / 16)), unsigned(rows / 16));
     launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", true, x, q,
                        cols, seed);
-  } else if constexpr (F == QuantFormat::Nvfp4) {
+  } else if constexpr (F == QuantFormat::Nvfp4 || F == QuantFormat::Mxfp4) {
     const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
-    launch_encoding<F>(quantize_nvfp4_rows_kernel<Rht, Sr>, dim3(grid), stream, "quantize_nvfp4_rows_kernel",
-                       true, x, q, rows * cols, seed);
+    launch_encoding<F>(quantize_rows16_kernel<F, Rht, Sr>, dim3(grid), stream, "quantize_rows16_kernel", true,
+                       x, q, rows * cols, seed);
   } else {
     launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(vector_blocks(rows * cols)), stream,
                        "quantize_flat_kernel", false, x, q, rows * cols, seed);
