@@ -25,27 +25,32 @@ struct NcclGroup::Impl {
   std::vector<cudaStream_t> streams;
 };
 
-NcclGroup::NcclGroup(int ranks, int device) : impl_(std::make_unique<Impl>()), size_(ranks) {
+NcclGroup::NcclGroup(int ranks, int device, int stride) : impl_(std::make_unique<Impl>()), size_(ranks) {
   nccl_choices_enable();  // before NCCL loads its profiler plugin, at the first communicator
   Ranks& world = Ranks::world();
   if (world.size() > 1) {  // one process per GPU
-    if (ranks != world.size())
-      throw InputError(fmt::format("ranks={} but the run has {} rank(s) (mpirun -np {})", ranks, world.size(), ranks));
-    ncclUniqueId id;
-    if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    world.broadcast(&id, sizeof id, 0, "the NCCL unique id");
+    const RankGroup group = rank_group(world.rank(), world.size(), ranks, stride);
+    // One unique id per group, all made by rank 0 and sent to every rank in one broadcast.
+    std::vector<ncclUniqueId> ids(std::size_t(world.size() / ranks));
+    if (world.rank() == 0)
+      for (ncclUniqueId& id : ids) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    world.broadcast(ids.data(), ids.size() * sizeof(ncclUniqueId), 0, "the NCCL unique ids");
     int count = 0;
     check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (device >= count)
       throw InputError(
           fmt::format("rank {} would drive cuda:{}, but its node has {} GPU(s): one GPU per rank",
                       world.rank(), device, count));
-    members_.push_back({world.rank(), device, nullptr, nullptr});
+    members_.push_back({group.rank, device, nullptr, nullptr});
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
     impl_->comms.resize(1);
-    check_nccl(ncclCommInitRank(&impl_->comms[0], ranks, id, world.rank()), "ncclCommInitRank");
+    check_nccl(ncclCommInitRank(&impl_->comms[0], ranks, ids[std::size_t(group.color)], group.rank),
+               "ncclCommInitRank");
     mpi_ = true;
   } else {
+    if (stride != 1)
+      throw InputError(fmt::format(
+          "ranks={} stride={}: groups of ranks apart need one process per GPU (mpirun)", ranks, stride));
     int count = 0;
     check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (device + ranks > count)

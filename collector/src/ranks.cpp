@@ -116,6 +116,24 @@ bool mpi_built() {
 #endif
 }
 
+RankGroup rank_group(int world_rank, int world_size, int n, int stride) {
+  if (n < 1 || stride < 1)
+    throw InputError(fmt::format("ranks={} stride={}: both must be positive", n, stride));
+  if (n > world_size)
+    throw InputError(fmt::format("ranks={} but the run has {} rank(s) (mpirun -np {})", n, world_size, n));
+  if (world_size % (n * stride) != 0)
+    throw InputError(
+        fmt::format("ranks={} stride={}: the run's {} rank(s) do not form groups of {} ranks {} apart "
+                    "(mpirun -np must be a multiple of {})",
+                    n, stride, world_size, n, stride, n * stride));
+  RankGroup g;
+  g.size = n;
+  g.stride = stride;
+  g.rank = (world_rank / stride) % n;
+  g.color = (world_rank / (n * stride)) * stride + world_rank % stride;
+  return g;
+}
+
 std::string bytes_label(double bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -238,7 +256,23 @@ void Ranks::barrier(std::string_view what) {
   MPI_Ibarrier(MPI_COMM_WORLD, &r);
   wait(what, [&] { return test(r); });
 }
+
+const void* Ranks::communicator(const RankGroup& group) {
+  static const MPI_Comm world = MPI_COMM_WORLD;
+  if (!mpi_ || group.size >= info_.size) return &world;
+  std::shared_ptr<void>& slot = groups_[{group.size, group.stride}];
+  if (!slot) {
+    auto comm = std::make_shared<MPI_Comm>(MPI_COMM_NULL);
+    if (MPI_Comm_split(MPI_COMM_WORLD, group.color, group.rank, comm.get()) != MPI_SUCCESS)
+      throw InputError(fmt::format("rank {}: MPI_Comm_split into groups of {} ranks {} apart failed",
+                                   info_.rank, group.size, group.stride));
+    MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
+    slot = comm;
+  }
+  return slot.get();
+}
 #else
+const void* Ranks::communicator(const RankGroup&) { return nullptr; }
 void Ranks::join(std::string_view) { maybe_fault(info_.rank, joins_++); }
 void Ranks::broadcast(void*, std::size_t, int, std::string_view) {}
 std::vector<double> Ranks::all_gather(std::span<const double> mine, std::string_view) { return {mine.begin(), mine.end()}; }

@@ -100,29 +100,37 @@ MPI_Op bf16_sum_op() {
   return op;
 }
 
-std::vector<MPI_Request> start(Ranks& ranks, Collective c, WireType t, const void* in_ptr, void* out,
-                               std::size_t count) {
-  const int n = ranks.size(), r = ranks.rank(), S = int(count), shard = int(count / std::size_t(n));
+std::vector<MPI_Request> start(Ranks& ranks, const RankGroup& group, Collective c, WireType t,
+                               const void* in_ptr, void* out, std::size_t count) {
+  const int n = group.size, r = group.rank, S = int(count), shard = int(count / std::size_t(n));
+  const MPI_Comm comm = *static_cast<const MPI_Comm*>(ranks.communicator(group));
   const MPI_Datatype type = t == WireType::BF16 ? MPI_UINT16_T : MPI_FLOAT;
   const MPI_Op sum = t == WireType::BF16 ? bf16_sum_op() : MPI_SUM;
   const std::size_t elem = t == WireType::BF16 ? 2 : 4;
   auto* in = const_cast<char*>(static_cast<const char*>(in_ptr));  // MPI-3 takes const; Open MPI 4 does too
   std::vector<MPI_Request> req(1, MPI_REQUEST_NULL);
   switch (c) {
-    case Collective::AllReduce: MPI_Iallreduce(in, out, S, type, sum, MPI_COMM_WORLD, &req[0]); break;
-    case Collective::ReduceScatter: MPI_Ireduce_scatter_block(in, out, shard, type, sum, MPI_COMM_WORLD, &req[0]); break;
-    case Collective::AllGather:
-      MPI_Iallgather(in + std::size_t(r) * std::size_t(shard) * elem, shard, type, out, shard, type, MPI_COMM_WORLD, &req[0]);
+    case Collective::AllReduce:
+      MPI_Iallreduce(in, out, S, type, sum, comm, &req[0]);
       break;
-    case Collective::AllToAll: MPI_Ialltoall(in, shard, type, out, shard, type, MPI_COMM_WORLD, &req[0]); break;
+    case Collective::ReduceScatter:
+      MPI_Ireduce_scatter_block(in, out, shard, type, sum, comm, &req[0]);
+      break;
+    case Collective::AllGather:
+      MPI_Iallgather(in + std::size_t(r) * std::size_t(shard) * elem, shard, type, out, shard, type, comm,
+                     &req[0]);
+      break;
+    case Collective::AllToAll:
+      MPI_Ialltoall(in, shard, type, out, shard, type, comm, &req[0]);
+      break;
     case Collective::Broadcast:
       if (r == 0) std::memcpy(out, in, count * elem);
-      MPI_Ibcast(out, S, type, 0, MPI_COMM_WORLD, &req[0]);
+      MPI_Ibcast(out, S, type, 0, comm, &req[0]);
       break;
     case Collective::SendRecv:
       req.resize(2, MPI_REQUEST_NULL);
-      MPI_Irecv(out, S, type, (r + 1) % n, 1, MPI_COMM_WORLD, &req[0]);
-      MPI_Isend(in, S, type, (r + n - 1) % n, 1, MPI_COMM_WORLD, &req[1]);
+      MPI_Irecv(out, S, type, (r + 1) % n, 1, comm, &req[0]);
+      MPI_Isend(in, S, type, (r + n - 1) % n, 1, comm, &req[1]);
       break;
   }
   return req;
@@ -130,10 +138,11 @@ std::vector<MPI_Request> start(Ranks& ranks, Collective c, WireType t, const voi
 }  // namespace
 
 void run_collective(Ranks& ranks, Collective c, WireType t, const void* in, void* out, std::size_t count,
-                    std::string_view what) {
+                    std::string_view what, const RankGroup* group) {
   if (!ranks.mpi()) throw InputError(fmt::format("{}: not launched under mpirun", what));
   if (count > std::size_t(INT32_MAX)) throw InputError(fmt::format("{}: more than 2^31 elements per call", what));
-  std::vector<MPI_Request> req = start(ranks, c, t, in, out, count);
+  const RankGroup g = group ? *group : rank_group(ranks.rank(), ranks.size(), ranks.size());
+  std::vector<MPI_Request> req = start(ranks, g, c, t, in, out, count);
   ranks.wait(what, [&] {
     int flag = 0;
     MPI_Testall(int(req.size()), req.data(), &flag, MPI_STATUSES_IGNORE);
@@ -141,7 +150,8 @@ void run_collective(Ranks& ranks, Collective c, WireType t, const void* in, void
   });
 }
 #else
-void run_collective(Ranks&, Collective, WireType, const void*, void*, std::size_t, std::string_view what) {
+void run_collective(Ranks&, Collective, WireType, const void*, void*, std::size_t, std::string_view what,
+                    const RankGroup*) {
   throw InputError(fmt::format("{}: rafter was built without MPI", what));
 }
 #endif

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "rafter/collector/ranks.hpp"
 
@@ -99,3 +100,35 @@ TEST(Ranks, EachRankDrivesItsOwnGpu) {
 }
 
 }  // namespace
+
+// A TP×DP grid on 8 ranks (tp 4, dp 2): tensor-parallel groups are consecutive ranks, the
+// data-parallel groups every 4th; each rank's place and group follow, and a world that does not
+// divide is one line naming it.
+TEST(Ranks, GroupsOfATensorByDataParallelGrid) {
+  using rafter::rank_group;
+  std::vector<std::vector<int>> tp(2), dp(4);
+  for (int r = 0; r < 8; ++r) {
+    const auto t = rank_group(r, 8, 4);
+    EXPECT_EQ(t.size, 4);
+    ASSERT_LT(t.color, 2);
+    EXPECT_EQ(t.rank, int(tp[std::size_t(t.color)].size()));  // places in rank order
+    tp[std::size_t(t.color)].push_back(r);
+    const auto d = rank_group(r, 8, 2, 4);
+    ASSERT_LT(d.color, 4);
+    EXPECT_EQ(d.rank, int(dp[std::size_t(d.color)].size()));
+    dp[std::size_t(d.color)].push_back(r);
+  }
+  EXPECT_EQ(tp, (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(dp, (std::vector<std::vector<int>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  const auto world = rank_group(5, 8, 8);
+  EXPECT_EQ(world.rank, 5);
+  EXPECT_EQ(world.color, 0);
+  try {
+    rank_group(0, 2, 4);
+    FAIL() << "4 ranks out of 2";
+  } catch (const rafter::InputError& e) {
+    EXPECT_STREQ(e.what(), "ranks=4 but the run has 2 rank(s) (mpirun -np 4)");
+  }
+  EXPECT_THROW(rank_group(0, 6, 2, 2), rafter::InputError);  // 6 ranks: no groups of 2 ranks 2 apart
+  EXPECT_THROW(rank_group(0, 4, 0), rafter::InputError);
+}

@@ -3,7 +3,8 @@
 # every catalogue collective checked and timed by the mpi backend, a ranks mismatch as one line
 # (exit 2), a rank that hangs (RAFTER_TEST_COMM_FAULT) ending the run within the bounded time
 # with one line naming it, a rank that dies, the finished records kept either way, and the
-# comm.mpi probe's ceilings. Exit 77 (ctest SKIP) without MPI.
+# comm.mpi probe's ceilings; groups of ranks inside a world of 4 (a TP×DP grid). Exit 77 (ctest SKIP)
+# without MPI.
 # Usage: mpi_collectives.sh RAFTER MPIRUN PYTHON
 set -euo pipefail
 rafter=$1 mpirun=$2 python=$3
@@ -35,6 +36,42 @@ rc=$?
 set -e
 grep -q "rafter: error: all_reduce: ranks=4 but the run has 2 rank(s)" "$tmp/bad.err" || { cat "$tmp/bad.err"; exit 1; }
 [ "$rc" -ne 0 ] || { echo "ranks mismatch exited 0"; exit 1; }
+
+# Groups inside a world of 4 (a TP×DP grid): an all-reduce over consecutive pairs and over pairs 2
+# apart, each checked (rank 0's group against the reference) and timed together; a world that does
+# not form the groups is one line (exit 2); then a small model's training step with --tp 2 --dp 2
+# --zero 1, its TP all-reduces over consecutive pairs and its ZeRO collectives over pairs 2 apart.
+run4() { timeout 180 "$mpirun" -np 4 --oversubscribe "$@"; }
+for stride in 1 2; do
+  run4 "$rafter" profile --op all_reduce --dtype bf16 --shape "elements=4096,ranks=2,stride=$stride" --quick \
+    -o "$tmp/group$stride.json" >/dev/null
+  "$python" - "$tmp/group$stride.json" "$stride" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["records"][0]
+assert r["status"] == "ok" and r["check"]["passed"] and r["details"]["ranks"] == 2, r
+assert r["details"]["groups"] == f"2 groups of 2 ranks {sys.argv[2]} apart in a world of 4, timed together", r
+PY
+done
+set +e
+run2 "$rafter" profile --op all_reduce --dtype fp32 --shape elements=4096,ranks=2,stride=2 -o "$tmp/bad2.json" 2>"$tmp/bad2.err" >/dev/null
+rc=$?
+set -e
+grep -q "rafter: error: all_reduce: ranks=2 stride=2: the run's 2 rank(s) do not form groups of 2 ranks 2 apart" \
+  "$tmp/bad2.err" || { cat "$tmp/bad2.err"; exit 1; }
+[ "$rc" -ne 0 ] || { echo "stride mismatch exited 0"; exit 1; }
+echo '{"name": "mini", "hidden": 256, "heads": 4, "kv_heads": 4, "head_dim": 64, "ffn": 512, "layers": 2, "vocab": 1000}' \
+  >"$tmp/mini.json"
+run4 "$rafter" profile --model-file "$tmp/mini.json" --phase train --tp 2 --dp 2 --zero 1 --seq 8 \
+  --filter 'all_reduce|reduce_scatter|all_gather' --quick -o "$tmp/grid.json" >/dev/null
+"$python" - "$tmp/grid.json" <<'PY'
+import json, sys
+recs = json.load(open(sys.argv[1]))["records"]
+assert recs and all(r["status"] == "ok" and r["check"]["passed"] for r in recs), [(r["label"], r["status"]) for r in recs]
+zero = [r for r in recs if r["label"].startswith("zero.")]
+assert len(zero) == 2 and all(r["shape"]["stride"] == 2 and "2 apart" in r["details"]["groups"] for r in zero), zero
+tp = [r for r in recs if r["label"].endswith("tp_all_reduce")]
+assert tp and all("stride" not in r["shape"] and "1 apart" in r["details"]["groups"] for r in tp), tp
+PY
 
 # Rank 1 hangs at its second join: rank 0 names it within the timeout; the first record is kept.
 start=$(date +%s)

@@ -42,21 +42,29 @@ class MpiCollectives final : public Backend {
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     Ranks& ranks = Ranks::world();
     const std::int64_t n = inst.shape.at("ranks"), S = inst.shape.at("elements");
-    if (n != ranks.size())
-      throw InputError(fmt::format("{}: ranks={} but the run has {} rank(s) (mpirun -np {})", inst.op, n, ranks.size(), n));
+    RankGroup group;
+    try {
+      group = rank_group(ranks.rank(), ranks.size(), int(n), group_stride(inst));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", inst.op, e.what()));
+    }
     if (S % n != 0) throw InputError(fmt::format("{}: elements={} is not a multiple of ranks={}", inst.op, S, n));
     const bool bf16 = inst.precision == "bf16";
     const std::string what = fmt::format("{} ({})", inst.op, bytes_label(double(S) * (bf16 ? 2 : 4)));
     ranks.join(what);
     record.backend = name();
-    if (ctx.check) record.check = check(inst, ctx, bf16);
-    Buffers b = buffers(inst, bf16, S, nullptr);
-    time(inst, ctx, b, what, record);
+    if (ctx.check) record.check = check(inst, ctx, bf16, group);
+    Buffers b = buffers(inst, bf16, S, nullptr, group);
+    time(inst, ctx, b, what, record, group);
     record.status = (!ctx.check || record.check.passed) ? RecordStatus::Ok : RecordStatus::Invalid;
     if (record.status == RecordStatus::Invalid)
       record.note = fmt::format("check failed: rel error {:.3g} > tolerance {:.3g}", record.check.error,
                                 record.check.tolerance);
-    record.details["ranks"] = ranks.size();
+    record.details["ranks"] = n;
+    if (n < ranks.size())
+      record.details["groups"] =
+          fmt::format("{} groups of {} ranks {} apart in a world of {}, timed together", ranks.size() / n, n,
+                      group.stride, ranks.size());
     record.details["mpi_datatype"] = bf16 ? "16-bit words, summed by a user op (FP32 add, round to nearest even)"
                                           : "MPI_FLOAT";
   }
@@ -66,10 +74,11 @@ class MpiCollectives final : public Backend {
     return op == "reduce_scatter" ? S / n : S;
   }
 
-  // This rank's input (row `rank` of the problem's rank_buffers, or zeros-free random data for
-  // timing) and a poisoned output.
-  static Buffers buffers(const OpInstance& inst, bool bf16, std::int64_t S, const std::vector<double>* rows) {
-    const int r = Ranks::world().rank();
+  // This rank's input (row `rank` of its group in the problem's rank_buffers, or zeros-free random
+  // data for timing) and a poisoned output.
+  static Buffers buffers(const OpInstance& inst, bool bf16, std::int64_t S, const std::vector<double>* rows,
+                         const RankGroup& group) {
+    const int r = group.rank;
     const std::int64_t n = inst.shape.at("ranks"), out = out_elements(inst.op, S, n);
     Buffers b;
     b.bf16 = bf16;
@@ -91,20 +100,23 @@ class MpiCollectives final : public Backend {
     throw InputError(fmt::format("mpi: no collective named {}", op));
   }
 
-  static void run(const std::string& op, Buffers& b, std::int64_t S, std::string_view what) {
+  static void run(const std::string& op, Buffers& b, std::int64_t S, std::string_view what,
+                  const RankGroup& group) {
     run_collective(Ranks::world(), kind(op), b.bf16 ? WireType::BF16 : WireType::F32, b.in(), b.out(),
-                   std::size_t(S), what);
+                   std::size_t(S), what, &group);
   }
 
-  // The collective on the reference's random data at the check size; rank 0's output against the
-  // FP64 reference (every rank's verdict is the same data path, rank 0's is recorded).
-  static CheckResult check(const OpInstance& inst, const ExecContext& ctx, bool bf16) {
+  // The collective on the reference's random data at the check size (every group the same data);
+  // rank 0's output against the FP64 reference (every rank's verdict is the same data path, rank 0's
+  // is recorded).
+  static CheckResult check(const OpInstance& inst, const ExecContext& ctx, bool bf16,
+                           const RankGroup& group) {
     const auto& def = OperatorRegistry::instance().get(inst.op);
     OpInstance small = inst;
     small.shape["elements"] = 64 * inst.shape.at("ranks");
     Problem p = def.make_problem(small, ctx.seed);
-    Buffers b = buffers(small, bf16, small.shape["elements"], &p.inputs[0].data);
-    run(inst.op, b, small.shape["elements"], fmt::format("{} (check)", inst.op));
+    Buffers b = buffers(small, bf16, small.shape["elements"], &p.inputs[0].data, group);
+    run(inst.op, b, small.shape["elements"], fmt::format("{} (check)", inst.op), group);
     def.reference(small, p);
     std::vector<double> out;
     if (bf16) for (auto h : b.out16) out.push_back(from_bf16(h));
@@ -120,9 +132,10 @@ class MpiCollectives final : public Backend {
   }
 
   static void time(const OpInstance& inst, const ExecContext& ctx, Buffers& b, const std::string& what,
-                   OperatorRecord& record) {
+                   OperatorRecord& record, const RankGroup& group) {
     const std::int64_t S = inst.shape.at("elements");
-    const RanksTiming t = time_across_ranks(Ranks::world(), ctx.policy, [&] { run(inst.op, b, S, what); }, what);
+    const RanksTiming t = time_across_ranks(
+        Ranks::world(), ctx.policy, [&] { run(inst.op, b, S, what, group); }, what);
     record.time = Figure::measured(t.summary, "s");
     record.details["time"] = "max over ranks of each rank's median (each call after a barrier)";
     record.details["slowest_rank"] = t.slowest_rank;

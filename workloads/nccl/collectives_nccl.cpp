@@ -46,7 +46,8 @@ class NcclCollectives final : public Backend {
     Ranks& ranks = Ranks::world();
     ranks.join(what);
     record.backend = name();
-    NcclGroup g(n, current_device_index(ctx.device));  // under mpirun ctx.device is this rank's GPU
+    // Under mpirun ctx.device is this rank's GPU and the group this rank's (stride: a TP×DP grid).
+    NcclGroup g(n, current_device_index(ctx.device), group_stride(inst));
     std::vector<DeviceTensor> tensors;  // every member's in and out, alive while the group runs
     if (ctx.check) record.check = check(g, tensors, inst, ctx, dt);
     const std::size_t out = c == Collective::ReduceScatter ? std::size_t(S / n) : std::size_t(S);
@@ -66,6 +67,7 @@ class NcclCollectives final : public Backend {
     if (record.status == RecordStatus::Invalid)
       record.note = fmt::format("check failed: rel error {:.3g} > tolerance {:.3g}", record.check.error, record.check.tolerance);
     record.details = {{"ranks", n},
+                      {"stride", group_stride(inst)},
                       {"launch", g.mpi() ? "one process per GPU (mpirun)"
                                          : "one process over local GPUs (ncclCommInitAll)"},
                       {"devices", nlohmann::json::array()},

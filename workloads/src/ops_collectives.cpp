@@ -1,6 +1,8 @@
 // Collectives: all_reduce, all_gather, reduce_scatter, all_to_all, send_recv. Shape: `elements`
 // of the full buffer S (nccl-tests convention: all_gather's output, reduce_scatter's input, the
-// all_reduce buffer), `ranks` n, `inter_node` (1: the network link, else NVLink).
+// all_reduce buffer), `ranks` n, `inter_node` (1: the network link, else NVLink), `stride` (under
+// mpirun, the distance between a group's ranks: a TP×DP grid's data-parallel groups; ranks.hpp's
+// RankGroup).
 // Bytes on the link per rank = S·e·factor with DESIGN.md's bus-bandwidth factors: all_reduce
 // 2(n−1)/n; all_gather, reduce_scatter, all_to_all (n−1)/n; send_recv 1.
 // FLOPs: the reductions' additions, (n−1)/n·S per rank for all_reduce and reduce_scatter.
@@ -23,6 +25,10 @@ class CollectiveOp : public detail::CatalogueOp {
             {{"elements", 1 << 24, "elements of the full buffer S"},
              {"ranks", 8, "participating ranks n"},
              {"inter_node", 0, "crosses the network rather than NVLink", true},
+             {"stride", 0,
+              "mpirun ranks between the group's members (0: 1, consecutive; a TP x DP grid's data-parallel "
+              "groups: tp)",
+              false, true},
              {"overlap_m", 0, "m of a BF16 GEMM the step runs beside the collective (0: none)", false, true},
              {"overlap_n", 0, "n of that GEMM", false, true},
              {"overlap_k", 0, "k of that GEMM", false, true}},

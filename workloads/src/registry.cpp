@@ -42,6 +42,10 @@ std::int64_t shape_value(const OpInstance& inst, std::string_view key, std::int6
   return it == inst.shape.end() ? fallback : it->second;
 }
 
+int group_stride(const OpInstance& inst) {
+  return int(std::max<std::int64_t>(1, shape_value(inst, "stride", 1)));
+}
+
 std::string format_shape(const Shape& shape) {
   std::string s;
   for (const auto& [k, v] : shape) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);

@@ -218,6 +218,7 @@ void optimizer_and_data_parallel(const Ctx& c) {
   auto coll = [&](const char* op, const char* label, std::string phase, std::int64_t elements, double count,
                   std::int64_t beside_n = 0) {
     Shape shape{{"elements", elements}, {"ranks", cfg.dp}, {"inter_node", inter}};
+    if (cfg.tp > 1) shape["stride"] = cfg.tp;  // the data-parallel groups of the TP×DP grid
     if (beside_n > 0)
       shape.insert({{"overlap_m", c.tokens}, {"overlap_n", beside_n}, {"overlap_k", c.m.hidden}});
     c.emit(op, label, std::move(phase), std::move(shape), "bf16", count);

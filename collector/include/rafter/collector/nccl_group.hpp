@@ -19,13 +19,16 @@ namespace rafter {
 class NcclGroup {
  public:
   struct Member {
-    int rank = 0, device = 0;
+    int rank = 0, device = 0;  // rank: the member's place in its group
     void* in = nullptr;   // device buffers the caller owns: S elements in
     void* out = nullptr;  // S out (reduce_scatter: S/n)
   };
-  // Under mpirun `device` is this rank's GPU (rank_device in ranks.hpp); alone, the first of the
-  // `ranks` GPUs. Throws InputError when `ranks` differs from the mpirun world or exceeds the local GPUs.
-  NcclGroup(int ranks, int device);
+  // Under mpirun `device` is this rank's GPU (rank_device in ranks.hpp) and the communicator is this
+  // rank's group of `ranks`, its members `stride` ranks apart (rank_group in ranks.hpp: the whole
+  // world, a TP group, a TP×DP grid's data-parallel group); alone, the first of the `ranks` GPUs
+  // (stride 1). Throws InputError when the mpirun world does not form such groups or `ranks` exceeds
+  // the local GPUs.
+  NcclGroup(int ranks, int device, int stride = 1);
   ~NcclGroup();
   NcclGroup(const NcclGroup&) = delete;
   NcclGroup& operator=(const NcclGroup&) = delete;

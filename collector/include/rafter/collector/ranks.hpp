@@ -7,10 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rafter/collector/error.hpp"
@@ -42,6 +45,17 @@ std::string rank_device(const std::string& device, const RankInfo& info);
 // True when rafter was built with MPI (the CPU collectives and the mpirun launch exist).
 bool mpi_built();
 
+// A communicator of n ranks inside an mpirun world of W: the world cut into W/n groups of n whose
+// members are `stride` ranks apart. Stride 1 groups consecutive ranks (Megatron's tensor-parallel
+// groups, rank = dp·tp + t); stride tp groups the data-parallel ranks of a TP×DP grid. `color` is
+// the group's index, `rank` this rank's place in it. n = W is the world itself.
+struct RankGroup {
+  int size = 1, rank = 0, stride = 1, color = 0;
+};
+// Throws InputError naming the problem where W is not a multiple of n·stride (n > W: "ranks=4 but
+// the run has 2 rank(s) (mpirun -np 4)").
+RankGroup rank_group(int world_rank, int world_size, int n, int stride = 1);
+
 class Ranks {
  public:
   static constexpr double kDefaultTimeoutSeconds = 60;
@@ -68,6 +82,10 @@ class Ranks {
   // Every rank's values, rank-major (each rank the same count); bounded like wait.
   std::vector<double> all_gather(std::span<const double> mine, std::string_view what);
   void barrier(std::string_view what);
+  // The MPI communicator of `group` (a pointer to its MPI_Comm; MPI_COMM_WORLD's for the whole
+  // world), split from the world on first use: every rank must ask for the same groups in the same
+  // order, as every rank runs the same records. nullptr without MPI.
+  const void* communicator(const RankGroup& group);
 
   bool broken() const { return broken_; }
   ~Ranks();  // MPI_Finalize (under a watchdog) unless a wait failed
@@ -79,6 +97,7 @@ class Ranks {
   bool mpi_ = false, broken_ = false;
   double timeout_ = kDefaultTimeoutSeconds;
   int joins_ = 0;
+  std::map<std::pair<int, int>, std::shared_ptr<void>> groups_;  // (size, stride) -> MPI_Comm
 };
 
 // The collectives the ranks run on host buffers (MPI; NCCL has its own in workloads/nccl).
@@ -91,13 +110,13 @@ std::optional<Collective> collective_from_name(std::string_view name);
 // reduce_scatter, all_to_all (n-1)/n; broadcast and send_recv 1.
 double bus_factor(Collective c, int n);
 
-// One collective on this rank's buffers, bounded like Ranks::wait. `count`: elements of the full
-// buffer S (nccl-tests' convention: all_gather's output, reduce_scatter's input), a multiple of the
-// rank count for the sharded ones. in: S elements (all_gather sends its own shard of it, rank r's
-// slice r); out: S elements (reduce_scatter: S/n). send_recv: to the previous ring neighbour, from
-// the next (rank 0 gets rank 1's buffer); broadcast: rank 0's `in` into every `out`.
+// One collective on this rank's buffers (over `group`, default the world), bounded like Ranks::wait. `count`:
+// elements of the full buffer S (nccl-tests' convention: all_gather's output, reduce_scatter's input), a
+// multiple of the rank count for the sharded ones. in: S elements (all_gather sends its own shard of it, rank
+// r's slice r); out: S elements (reduce_scatter: S/n). send_recv: to the previous ring neighbour, from the
+// next (rank 0 gets rank 1's buffer); broadcast: rank 0's `in` into every `out`.
 void run_collective(Ranks& ranks, Collective c, WireType t, const void* in, void* out, std::size_t count,
-                    std::string_view what);
+                    std::string_view what, const RankGroup* group = nullptr);
 
 // Times `call` (one collective) the same number of times on every rank, each call after a
 // barrier: rank 0's first call picks the count within the policy and broadcasts it. Returns the

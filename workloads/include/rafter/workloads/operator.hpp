@@ -114,6 +114,9 @@ Shape parse_shape_string(std::string_view text);
 
 // A shape parameter, or `fallback` when absent.
 std::int64_t shape_value(const OpInstance& inst, std::string_view key, std::int64_t fallback = 0);
+// A collective's `stride`: how many ranks of the mpirun world lie between its group's members
+// (absent or 0: 1, consecutive ranks; a TP×DP grid's data-parallel collectives: tp).
+int group_stride(const OpInstance& inst);
 // "m=4096 n=4096 k=4096" (parameters in name order).
 std::string format_shape(const Shape& shape);
 // Fills missing parameters with their defaults and an empty phase with the first phase, then
