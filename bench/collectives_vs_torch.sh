@@ -102,6 +102,16 @@ print(f"rank 0's step: {total * 1e3:.2f} ms of which all-reduce {secs(comm) * 1e
 PY
   stamp "tp"
 fi
+# Stage grid (4 GPUs or more, mpirun; not in the default): the TP×DP grid's collectives of a Llama-2
+# 7B training step, --tp GPUS/2 --dp 2 --zero 1: TP all-reduces over consecutive ranks, the ZeRO
+# reduce-scatter and all-gather over ranks GPUS/2 apart (stride), every group at once.
+if has grid && [ "$gpus" -ge 4 ] && command -v mpirun >/dev/null; then
+  timeout 300 "${mpi[@]}" -np "$gpus" "$rafter" profile --device cuda --model llama2-7b --phase train \
+    --seq 4096 --tp $(( gpus / 2 )) --dp 2 --zero 1 --filter 'all_reduce|reduce_scatter|all_gather' --quick \
+    -o "$out/grid.json" >"$out/grid.log" 2>&1
+  echo "grid (tp $(( gpus / 2 )) x dp 2, zero 1): exit $?"; tail -14 "$out/grid.log"
+  stamp "grid"
+fi
 if has p2p && [ "$gpus" -ge 2 ]; then
   timeout 180 "$rafter" probe --device cuda:0 --filter cuda.links -o "$out/links.json" >"$out/links.log" 2>&1
   echo "links probe: exit $?"
