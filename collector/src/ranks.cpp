@@ -134,6 +134,11 @@ RankGroup rank_group(int world_rank, int world_size, int n, int stride) {
   return g;
 }
 
+std::string describe_groups(const RankGroup& group, int world_size) {
+  return fmt::format("{} groups of {} ranks {} apart in a world of {}, timed together",
+                     world_size / group.size, group.size, group.stride, world_size);
+}
+
 std::string bytes_label(double bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -61,10 +61,7 @@ class MpiCollectives final : public Backend {
       record.note = fmt::format("check failed: rel error {:.3g} > tolerance {:.3g}", record.check.error,
                                 record.check.tolerance);
     record.details["ranks"] = n;
-    if (n < ranks.size())
-      record.details["groups"] =
-          fmt::format("{} groups of {} ranks {} apart in a world of {}, timed together", ranks.size() / n, n,
-                      group.stride, ranks.size());
+    if (n < ranks.size()) record.details["groups"] = describe_groups(group, ranks.size());
     record.details["mpi_datatype"] = bf16 ? "16-bit words, summed by a user op (FP32 add, round to nearest even)"
                                           : "MPI_FLOAT";
   }

@@ -55,6 +55,8 @@ struct RankGroup {
 // Throws InputError naming the problem where W is not a multiple of n·stride (n > W: "ranks=4 but
 // the run has 2 rank(s) (mpirun -np 4)").
 RankGroup rank_group(int world_rank, int world_size, int n, int stride = 1);
+// "2 groups of 2 ranks 2 apart in a world of 4, timed together" (a record's details.groups).
+std::string describe_groups(const RankGroup& group, int world_size);
 
 class Ranks {
  public:
