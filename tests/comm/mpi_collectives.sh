@@ -130,4 +130,14 @@ assert {c["params"]["bytes"] for c in lats} == {8}, lats
 alone = json.load(open(sys.argv[2]))
 assert not alone["ceilings"] and "one rank" in alone["conditions"]["comm.mpi"], alone["conditions"]
 PY
+# Four ranks: a sweep per group size, mpi:2 over consecutive pairs (both pairs at once) and mpi:4.
+run4 "$rafter" probe --device cpu --filter comm.mpi --quick -o "$tmp/machine4.json" >/dev/null
+"$python" - "$tmp/machine4.json" <<'PY'
+import json, sys
+links = [c for c in json.load(open(sys.argv[1]))["ceilings"] if c["kind"] == "link"]
+by = {r: [c for c in links if c["resource"] == r] for r in ("mpi:2", "mpi:4")}
+assert len(by["mpi:2"]) == len(by["mpi:4"]) == 12 and len(links) == 24, [c["resource"] for c in links]
+assert all(c["params"]["groups"] == "2 groups of 2 ranks 1 apart in a world of 4, timed together" for c in by["mpi:2"])
+assert all("groups" not in c["params"] and c["params"]["ranks"] == 4 for c in by["mpi:4"])
+PY
 echo "mpi collectives: ok"

@@ -2,8 +2,9 @@
 // all_to_all, broadcast, send_recv between ring neighbours), FP32 and BF16, 8 B up to 1 GiB
 // (--quick: 8 B, 4 KiB, 1 MiB), through the collector's NcclGroup: under mpirun one process per GPU
 // (it runs on the device cuda:<local rank>), alone one process over the local GPUs (it runs once,
-// on cuda:0): a sweep over the first 2, 4, 8 … GPUs and over all of them, so that a TP=2 step on an
-// 8-GPU node finds its roof (nccl:2) beside nccl:8. The sweep and its ceilings are comm_sweep's
+// on cuda:0). Either way a sweep per communicator size 2, 4, 8 … and all of them (rank_counts; under
+// mpirun groups of consecutive ranks, every group at once), so that a TP=2 step on an 8-GPU node
+// finds its roof (nccl:2) beside nccl:8. The sweep and its ceilings are comm_sweep's
 // (resource nccl:<ranks>); NCCL's version is in params, and per size what NCCL chose (algorithm,
 // protocol, channels: nccl_choice.hpp).
 #include <cuda_runtime.h>
@@ -34,10 +35,12 @@ struct DeviceMemory {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 };
 
-// One sweep over a communicator of n ranks (the first n local GPUs, or the mpirun world).
+// One sweep over communicators of n ranks: the first n local GPUs, or under mpirun this rank's group
+// of n consecutive ranks, every group at once.
 void sweep_ranks(const ProbeOptions& options, const Device& device, int n, int first_device, bool mpi,
                  MachineProfile& profile) {
   auto group = std::make_shared<NcclGroup>(n, first_device);
+  Ranks& ranks = Ranks::world();
   comm::SweepSpec spec;
   spec.probe = "comm.nccl";
   spec.device = device.id;
@@ -50,6 +53,8 @@ void sweep_ranks(const ProbeOptions& options, const Device& device, int n, int f
                  {"launch", mpi ? "one process per GPU (mpirun)"
                                 : fmt::format("one process over cuda:{}..cuda:{} (ncclCommInitAll)",
                                               first_device, first_device + n - 1)}};
+  if (mpi && n < ranks.size())
+    spec.params["groups"] = describe_groups(rank_group(ranks.rank(), ranks.size(), n), ranks.size());
   spec.choice = [] { return nccl_choices_json(nccl_choices_take()); };
   auto memory = std::make_shared<std::vector<std::unique_ptr<DeviceMemory>>>();
   comm::sweep_collectives(options, spec, [group, memory](Collective c, WireType t, std::size_t elements, const std::string& what) {
@@ -70,8 +75,8 @@ void run_nccl_collectives(const ProbeOptions& options, const Device& device, Mac
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return;
   const bool mpi = ranks.size() > 1;
   if (device.id != fmt::format("cuda:{}", mpi ? ranks.local_rank() : 0)) return;  // one sweep per process
-  if (mpi) return sweep_ranks(options, device, ranks.size(), ranks.local_rank(), true, profile);
-  for (const int n : comm::rank_counts(count)) sweep_ranks(options, device, n, 0, false, profile);
+  for (const int n : comm::rank_counts(mpi ? ranks.size() : count))
+    sweep_ranks(options, device, n, mpi ? ranks.local_rank() : 0, mpi, profile);
 }
 }  // namespace
 
