@@ -29,7 +29,7 @@ NcclGroup::NcclGroup(int ranks, int device, int stride) : impl_(std::make_unique
   nccl_choices_enable();  // before NCCL loads its profiler plugin, at the first communicator
   Ranks& world = Ranks::world();
   if (world.size() > 1) {  // one process per GPU
-    const RankGroup group = rank_group(world.rank(), world.size(), ranks, stride);
+    group_ = rank_group(world.rank(), world.size(), ranks, stride);
     // One unique id per group, all made by rank 0 and sent to every rank in one broadcast.
     std::vector<ncclUniqueId> ids(std::size_t(world.size() / ranks));
     if (world.rank() == 0)
@@ -41,16 +41,17 @@ NcclGroup::NcclGroup(int ranks, int device, int stride) : impl_(std::make_unique
       throw InputError(
           fmt::format("rank {} would drive cuda:{}, but its node has {} GPU(s): one GPU per rank",
                       world.rank(), device, count));
-    members_.push_back({group.rank, device, nullptr, nullptr});
+    members_.push_back({group_.rank, device, nullptr, nullptr});
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
     impl_->comms.resize(1);
-    check_nccl(ncclCommInitRank(&impl_->comms[0], ranks, ids[std::size_t(group.color)], group.rank),
+    check_nccl(ncclCommInitRank(&impl_->comms[0], ranks, ids[std::size_t(group_.color)], group_.rank),
                "ncclCommInitRank");
     mpi_ = true;
   } else {
     if (stride != 1)
       throw InputError(fmt::format(
           "ranks={} stride={}: groups of ranks apart need one process per GPU (mpirun)", ranks, stride));
+    group_.size = ranks;  // rank 0, stride 1: the members are the group
     int count = 0;
     check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (device + ranks > count)

@@ -78,9 +78,7 @@ class NcclCollectives final : public Backend {
                        "barrier; max over ranks of each rank's median"},
                       {"slowest_rank", tm.slowest_rank}};
     for (const NcclGroup::Member& m : g.members()) record.details["devices"].push_back(m.device);
-    if (g.mpi() && n < ranks.size())
-      record.details["groups"] =
-          describe_groups(rank_group(ranks.rank(), ranks.size(), n, group_stride(inst)), ranks.size());
+    if (g.mpi() && n < ranks.size()) record.details["groups"] = describe_groups(g.group(), ranks.size());
     if (shape_value(inst, "overlap_m", 0) > 0) {
       record.details["overlap"] = overlap(g, inst, ctx, run, tm.summary.median, what);
       nccl_choices_take();  // the overlap's calls are not the record's

@@ -53,8 +53,7 @@ void sweep_ranks(const ProbeOptions& options, const Device& device, int n, int f
                  {"launch", mpi ? "one process per GPU (mpirun)"
                                 : fmt::format("one process over cuda:{}..cuda:{} (ncclCommInitAll)",
                                               first_device, first_device + n - 1)}};
-  if (mpi && n < ranks.size())
-    spec.params["groups"] = describe_groups(rank_group(ranks.rank(), ranks.size(), n), ranks.size());
+  if (mpi && n < ranks.size()) spec.params["groups"] = describe_groups(group->group(), ranks.size());
   spec.choice = [] { return nccl_choices_json(nccl_choices_take()); };
   auto memory = std::make_shared<std::vector<std::unique_ptr<DeviceMemory>>>();
   comm::sweep_collectives(options, spec, [group, memory](Collective c, WireType t, std::size_t elements, const std::string& what) {

@@ -34,6 +34,8 @@ class NcclGroup {
   NcclGroup& operator=(const NcclGroup&) = delete;
 
   int size() const { return size_; }
+  // Under mpirun this rank's group (rank_group); alone, all `ranks` members as one group.
+  const RankGroup& group() const { return group_; }
   bool mpi() const { return mpi_; }  // one process per GPU
   std::vector<Member>& members() { return members_; }
   // One collective on every member's buffers (the same conventions as run_collective; broadcast
@@ -48,6 +50,7 @@ class NcclGroup {
   std::unique_ptr<Impl> impl_;
   std::vector<Member> members_;
   int size_ = 1;
+  RankGroup group_;
   bool mpi_ = false;
 };
 
