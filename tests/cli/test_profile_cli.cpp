@@ -1,15 +1,16 @@
 // `rafter profile` end to end: listing, plans in three formats, a real CPU run with run.json, and
 // bad input (one line, exit 2, no output file).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 #include "rafter/collector/run_record.hpp"
+#include "run_cli.hpp"
 
 namespace fs = std::filesystem;
 
@@ -36,11 +37,7 @@ Result rafter_cmd(const std::string& args) {
   return r;
 }
 
-fs::path temp_dir() {
-  const fs::path d = fs::temp_directory_path() / ("rafter_profile_cli_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir() { return rafter::testing::process_temp_dir("profile-cli"); }
 
 void expect_bad_input(const std::string& args, const std::string& mention) {
   const fs::path out = temp_dir() / "never.json";

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "rafter/roofline/png.hpp"
+#include "run_cli.hpp"
 
 namespace {
 
@@ -25,14 +26,7 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-fs::path scratch() {
-  static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("rafter-cli-roofline-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+fs::path scratch() { return rafter::testing::process_temp_dir("cli-roofline"); }
 
 Result rafter(const std::string& args) {
   fs::path out = scratch() / "stdout.txt", err = scratch() / "stderr.txt";

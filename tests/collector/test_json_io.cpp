@@ -6,16 +6,13 @@
 
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/json_io.hpp"
+#include "run_cli.hpp"
 
 using namespace rafter;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / ("rafter-json-" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir() { return rafter::testing::process_temp_dir("json"); }
 }  // namespace
 
 TEST(JsonIo, AtomicWriteReplacesAndLeavesNoTemporary) {

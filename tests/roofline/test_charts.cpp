@@ -15,6 +15,7 @@
 #include "rafter/roofline/labels.hpp"
 #include "rafter/roofline/svg.hpp"
 #include "roofline_test_util.hpp"
+#include "run_cli.hpp"
 
 namespace rafter::roofline {
 namespace {
@@ -22,8 +23,7 @@ using test::fixture;
 using test::svg_elements;
 
 std::filesystem::path temp_file(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() / ("rafter-test-charts-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const auto& dir = rafter::testing::process_temp_dir("test-charts");
   std::ofstream(dir / name) << text;
   return dir / name;
 }

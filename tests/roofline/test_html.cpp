@@ -9,16 +9,13 @@
 #include "rafter/roofline/html.hpp"
 #include "rafter/roofline/inputs.hpp"
 #include "roofline_test_util.hpp"
+#include "run_cli.hpp"
 
 namespace rafter::roofline {
 namespace {
 using test::fixture;
 
-std::filesystem::path temp_dir() {
-  auto dir = std::filesystem::temp_directory_path() / ("rafter-test-html-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path temp_dir() { return rafter::testing::process_temp_dir("test-html"); }
 
 std::string read_text(const std::filesystem::path& p) {
   std::ifstream f(p);

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,20 @@ inline std::filesystem::path make_temp_dir(const std::string& tag) {
   std::string tmpl = (std::filesystem::temp_directory_path() / ("rafter-" + tag + "-XXXXXX")).string();
   if (!mkdtemp(tmpl.data())) return {};
   return tmpl;
+}
+
+// One fresh temporary folder per tag for this test process, made at its first use (make_temp_dir:
+// a folder named by the pid alone could be an earlier run's, its files still there, once the pid
+// comes round again).
+inline const std::filesystem::path& process_temp_dir(const std::string& tag) {
+  static std::map<std::string, std::filesystem::path> made;
+  auto it = made.find(tag);
+  if (it == made.end()) {
+    std::filesystem::path d = make_temp_dir(tag);
+    if (d.empty()) throw std::runtime_error("mkdtemp failed for rafter-" + tag);
+    it = made.emplace(tag, std::move(d)).first;
+  }
+  return it->second;
 }
 
 // Runs `rafter args...` (stdin from /dev/null) and returns its exit code and output.
