@@ -9,7 +9,7 @@
 #   bash bench/nvfp4_gpu.sh [build-dir]
 # STAGES (default all) picks a subset, e.g. two calls of under 10 minutes each on a warm machine:
 #   STAGES="build tests quant" ...   then   STAGES="decode ncu steps" ...
-# Stage ncu_quant (not in the default): Nsight Compute on the NVFP4 rows and 16×16 tiles encoders.
+# Stage ncu_quant (not in the default): Nsight Compute on the NVFP4 encoders' amax and encoding passes.
 # TEST_FILTER replaces the tests stage's gtest filter, MEMCHECK_FILTER its memcheck's (default the
 # decode GEMM's tests); QUANT_FILTER (bench/quant_vs_pytorch.py) the quantizer rows.
 set -uo pipefail
@@ -50,16 +50,18 @@ if has decode; then
   stamp "decode rows"
 fi
 
-# Nsight Compute on the NVFP4 encoding kernels of the same 11008×4096-value tensor: the 1×16 rows
-# kernel (4096×11008) against the 16×16 tiles kernel (11008×4096): where the tiles kernel's time goes.
+# Nsight Compute on the NVFP4 encoders, each shape's amax pass and encoding pass of one call
+# (NCU_QUANT_SHAPES, default: activations 4096² and 4096×11008 (rows kernel), the 16×16 tiles
+# kernel on 11008×4096, SR on 4096×11008): where the time goes (L2 hit rate, DRAM bytes, stalls).
 if has ncu_quant; then
-  for shape in rows=4096,cols=11008 rows=11008,cols=4096,block2d=1; do
-    timeout 120 ncu --launch-skip 2 --launch-count 1 -k regex:'quantize_(rows16|tiles)' --section SpeedOfLight \
-      --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats "$rafter" profile \
+  for shape in ${NCU_QUANT_SHAPES:-rows=4096,cols=4096 rows=4096,cols=11008 rows=11008,cols=4096,block2d=1 rows=4096,cols=11008,sr=1}; do
+    timeout 120 ncu --cache-control none --launch-skip 4 --launch-count 2 -k regex:'amax|quantize_' --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats --section Occupancy \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum "$rafter" profile \
       --device cuda --op quantize --dtype nvfp4 --phase fwd --shape "$shape" --quick >"$out/ncu-quant-$shape.txt" 2>&1
     echo "ncu quantize $shape: exit $?"
-    grep -E "quantize_|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth|Warp Cycles Per Issued|Issued Ipc|Registers Per|Stall" \
-      "$out/ncu-quant-$shape.txt" | head -24
+    grep -E "_kernel|Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Hit|Mem Busy|Warp Cycles Per Issued|Issued Ipc|Registers Per|Achieved Occupancy|dram__bytes|lts__t_sector_hit|smsp__inst_executed|Stall" \
+      "$out/ncu-quant-$shape.txt" | head -40
   done
   stamp "ncu_quant"
 fi

@@ -1,6 +1,6 @@
 // comm.nccl: the collectives between GPUs over NCCL (all_reduce, all_gather, reduce_scatter,
-// all_to_all, broadcast, send_recv between ring neighbours), FP32 and BF16, 8 B up to 1 GiB
-// (--quick: 8 B, 4 KiB, 1 MiB), through the collector's NcclGroup: under mpirun one process per GPU
+// all_to_all, broadcast, send_recv between ring neighbours), FP32 and BF16, 8 B up to 1 GiB, or
+// 8 GiB where every GPU of the sweep has room for it (largest_message; --quick: 8 B, 4 KiB, 1 MiB), through the collector's NcclGroup: under mpirun one process per GPU
 // (it runs on the device cuda:<local rank>), alone one process over the local GPUs (it runs once,
 // on cuda:0). Either way a sweep per communicator size 2, 4, 8 … and all of them (rank_counts; under
 // mpirun groups of consecutive ranks, every group at once), so that a TP=2 step on an 8-GPU node
@@ -10,7 +10,10 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "../comm_sweep.hpp"
 #include "rafter/collector/nccl_choice.hpp"
@@ -35,6 +38,26 @@ struct DeviceMemory {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 };
 
+// The sweep's largest message: 8 GiB where every GPU taking part (every rank's, under mpirun) has
+// 20 GiB free for its two buffers, else 1 GiB. A ZeRO step's gradient reduce-scatter moves several
+// GiB, and at 1 GiB NCCL has not reached its plateau: 2 H100 ranks' all_gather gave 263 GB/s busbw
+// at 1 GiB, the 6.7 GB all_gather of a TP=2 x DP=2 Llama-2 7B step 283.
+double largest_message(int n, int first_device, bool mpi) {
+  constexpr double big = double(std::size_t(8) << 30), room = double(std::size_t(20) << 30);
+  double free_min = 0;
+  for (int d = first_device; d < first_device + (mpi ? 1 : n); ++d) {
+    std::size_t free = 0, total = 0;
+    cudaSetDevice(d);
+    const double f = cudaMemGetInfo(&free, &total) == cudaSuccess ? double(free) : 0.0;
+    free_min = d == first_device ? f : std::min(free_min, f);
+  }
+  if (mpi) {  // every rank must sweep the same sizes
+    const std::vector<double> all = Ranks::world().all_gather(std::span<const double>(&free_min, 1), "comm.nccl free memory");
+    free_min = *std::min_element(all.begin(), all.end());
+  }
+  return free_min >= room ? big : double(1 << 30);
+}
+
 // One sweep over communicators of n ranks: the first n local GPUs, or under mpirun this rank's group
 // of n consecutive ranks, every group at once.
 void sweep_ranks(const ProbeOptions& options, const Device& device, int n, int first_device, bool mpi,
@@ -46,7 +69,7 @@ void sweep_ranks(const ProbeOptions& options, const Device& device, int n, int f
   spec.device = device.id;
   spec.link = "nccl";
   spec.ranks = n;
-  spec.max_bytes = double(1 << 30);
+  spec.max_bytes = largest_message(n, first_device, mpi);
   spec.collectives = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
                       Collective::AllToAll,  Collective::Broadcast, Collective::SendRecv};
   spec.params = {{"nccl_version", NcclGroup::version()},
