@@ -537,29 +537,47 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// __ldcg issued where it stands: ptxas sinks a plain load of the tensor scale below a later
+// `if (!valid) return`, after the shared-memory reads it could have overlapped (its L2 round trip
+// then comes last, before the encoding). A volatile asm statement stays in program order.
+__device__ __forceinline__ float load_scale_now(const float* p) {
+  float v;
+  asm volatile("ld.volatile.global.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by load16, the RHT in one thread),
-// a tile's 16 rows in a half-warp (row lane%16), two tiles side by side a warp, sixteen a CTA along
-// the same 16 rows. The tile's maximum takes four shuffles within the half-warp; each of its 16
-// threads then finds the same scale and encodes its 16 values (a warp per tile with 8 values a lane
-// did the scale's work for half as many values, and the maximum in five shuffles). Stochastic draws
+// a CTA over 16 rows × 256 columns (16 tiles side by side). A half-warp holds one row's 256 columns,
+// so that its loads are 512 contiguous bytes as the rows kernel's; the two rows of a warp meet in
+// one shuffle, the CTA's eight warps in shared memory at the barrier that wait_for_amax takes anyway,
+// and each of a tile's 16 threads then finds the same scale and encodes its 16 values. (Tile rows in
+// a half-warp, 16 rows × 32 columns a warp with four shuffles, read 16 rows' 64 bytes per load and
+// took 85 µs at 11008×4096 where this layout takes 75.5, the rows kernel 71.4 over the same bytes:
+// bench/quant_results.md.) Stochastic draws
 // keyed as before: by each 8 values' vector index.
 template <bool Rht, bool Sr>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, Sr ? 5 : 6)  // 40 registers: 6 CTAs an SM; SR spills at 40
     quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
+  static_assert(kThreads == 256, "16 rows of 16 tiles: two rows a warp");
+  __shared__ float warp_max[kThreads / 32][16];
   const std::int64_t tiles_per_row = cols / 16;
-  const std::int64_t tc = std::int64_t(blockIdx.x) * (kThreads / 16) + threadIdx.x / 16;
-  const bool valid = tc < tiles_per_row;  // no return before the shuffles: the warp's other tile
-  const int row = threadIdx.x & 15;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tile = lane & 15;
+  const std::int64_t tc = std::int64_t(blockIdx.x) * 16 + tile;
+  const bool valid = tc < tiles_per_row;  // no return before the barrier
+  const int row = 2 * warp + (lane >> 4);
   const std::int64_t tr = gridDim.y - 1 - blockIdx.y;
   const std::int64_t e = (tr * 16 + row) * cols + tc * 16;
   float f[16];
   float bamax = load16<Rht>(x, e / 8, valid, f);
+  bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, 16));
+  if (lane < 16) warp_max[warp][tile] = bamax;
+  wait_for_amax();  // its barrier publishes warp_max
+  const float ts = load_scale_now(q.tensor_scale);
 #pragma unroll
-  for (int o = 1; o < 16; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, o));
-  wait_for_amax();
+  for (int w = 0; w < kThreads / 32; ++w) bamax = fmaxf(bamax, warp_max[w][tile]);
   if (!valid) return;
   std::uint8_t bits = 0;
-  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, e, seed, bits);
+  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, ts, q.codes, e, seed, bits);
   if (row == 0) q.scales[tr * tiles_per_row + tc] = bits;
 }
 
