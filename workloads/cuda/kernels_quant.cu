@@ -546,39 +546,37 @@ __device__ __forceinline__ float load_scale_now(const float* p) {
   return v;
 }
 
-// NVFP4 16×16 tiles: a thread per row of a tile (its 16 values by load16, the RHT in one thread),
-// a CTA over 16 rows × 256 columns (16 tiles side by side). A half-warp holds one row's 256 columns,
-// so that its loads are 512 contiguous bytes as the rows kernel's; the two rows of a warp meet in
-// one shuffle, the CTA's eight warps in shared memory at the barrier that wait_for_amax takes anyway,
-// and each of a tile's 16 threads then finds the same scale and encodes its 16 values. (Tile rows in
-// a half-warp, 16 rows × 32 columns a warp with four shuffles, read 16 rows' 64 bytes per load and
-// took 85 µs at 11008×4096 where this layout takes 75.5, the rows kernel 71.4 over the same bytes:
-// bench/quant_results.md.) Stochastic draws
-// keyed as before: by each 8 values' vector index.
+// NVFP4 16×16 tiles: a thread per two rows of a tile (r and r + 8, 16 values each by load16, the RHT
+// in one thread), a warp over 16 rows × 64 columns (4 tiles side by side, lane = 4r + tile), a CTA
+// eight warps along the same 16 rows. A tile's maximum meets in three shuffles among its 8 lanes,
+// with no shared memory and no barrier but the amax wait's; each of those lanes finds the same scale
+// once for its 32 values. Stochastic draws keyed as before: by each 8 values' vector index.
+// Two layouts before it, H100 11008×4096 (bench/quant_results.md): a thread per tile row, a tile's
+// 16 rows in a half-warp (64 bytes a row per load, four shuffles), 85.2 µs; a half-warp per row of
+// 16 tiles, the maximum through shared memory at the barrier, 75.5 µs; this one 72.7–73.1 µs.
 template <bool Rht, bool Sr>
-__global__ void __launch_bounds__(kThreads, Sr ? 5 : 6)  // 40 registers: 6 CTAs an SM; SR spills at 40
+__global__ void __launch_bounds__(kThreads, Rht || Sr ? 4 : 5)  // 48 registers without either, else 64
     quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
-  static_assert(kThreads == 256, "16 rows of 16 tiles: two rows a warp");
-  __shared__ float warp_max[kThreads / 32][16];
   const std::int64_t tiles_per_row = cols / 16;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tile = lane & 15;
-  const std::int64_t tc = std::int64_t(blockIdx.x) * 16 + tile;
-  const bool valid = tc < tiles_per_row;  // no return before the barrier
-  const int row = 2 * warp + (lane >> 4);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j = lane & 3, r = lane >> 2;
+  const std::int64_t tc = std::int64_t(blockIdx.x) * (kThreads / 8) + warp * 4 + j;
+  const bool valid = tc < tiles_per_row;
   const std::int64_t tr = gridDim.y - 1 - blockIdx.y;
-  const std::int64_t e = (tr * 16 + row) * cols + tc * 16;
-  float f[16];
-  float bamax = load16<Rht>(x, e / 8, valid, f);
-  bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, 16));
-  if (lane < 16) warp_max[warp][tile] = bamax;
-  wait_for_amax();  // its barrier publishes warp_max
+  const std::int64_t e = (tr * 16 + r) * cols + tc * 16, e8 = e + 8 * cols;
+  // A tile's 16 rows are the 8 lanes of one j, valid or not together: the invalid ones leave first.
+  // (Loads predicated on valid and shuffles over the whole warp took 75.6 µs against 73.1.)
+  const unsigned tile_lanes = __ballot_sync(0xffffffffu, valid);
+  if (!valid) return;
+  float f[16], g[16];
+  float bamax = fmaxf(load16<Rht>(x, e / 8, true, f), load16<Rht>(x, e8 / 8, true, g));
+  wait_for_amax();
   const float ts = load_scale_now(q.tensor_scale);
 #pragma unroll
-  for (int w = 0; w < kThreads / 32; ++w) bamax = fmaxf(bamax, warp_max[w][tile]);
-  if (!valid) return;
+  for (int o = 4; o < 32; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(tile_lanes, bamax, o));
   std::uint8_t bits = 0;
   encode16<QuantFormat::Nvfp4, Sr>(f, bamax, ts, q.codes, e, seed, bits);
-  if (row == 0) q.scales[tr * tiles_per_row + tc] = bits;
+  encode16<QuantFormat::Nvfp4, Sr>(g, bamax, ts, q.codes, e8, seed, bits);
+  if (r == 0) q.scales[tr * tiles_per_row + tc] = bits;
 }
 
 // One thread's 16 values of a copy, at (row, col) of that copy ([.., out_cols], col a multiple of 16):
@@ -877,7 +875,8 @@ template <QuantFormat F, bool Rht, bool Sr>
 void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int64_t cols, std::uint64_t seed,
                    cudaStream_t stream) {
   if constexpr (F == QuantFormat::Nvfp4Tile16) {
-    const dim3 grid(unsigned((cols / 16 + kThreads / 16 - 1) / (kThreads / 16)), unsigned(rows / 16));
+    const dim3 grid(unsigned((cols / 16 + kThreads / 8 - 1) / (kThreads / 8)),
+                    unsigned(rows / 16));  // 32 tiles a CTA
     launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", true, x, q,
                        cols, seed);
   } else if constexpr (F == QuantFormat::Nvfp4 || F == QuantFormat::Mxfp4) {
