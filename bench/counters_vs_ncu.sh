@@ -85,7 +85,9 @@ if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
                         [ncu_repeat]="$ncu_conditions")
   # rafter_*: rafter counts again (kernel replay, or the same mode a second time for its own
   # run-to-run spread) against the first ncu table.
-  declare -A rafter_env=([rafter_kernel_replay]="RAFTER_CUPTI_REPLAY=kernel" [rafter_repeat]="RAFTER_CUPTI_REPLAY=user")
+  # rafter_user_range: one CUPTI user range around the launch instead of one auto range per kernel.
+  declare -A rafter_env=([rafter_kernel_replay]="RAFTER_CUPTI_REPLAY=kernel" [rafter_repeat]="RAFTER_CUPTI_REPLAY=user"
+                         [rafter_user_range]="RAFTER_CUPTI_RANGE=user")
   for v in ${VARIANTS:-rafter_kernel_replay ncu_defaults ncu_cache_none}; do
     mkdir -p "$out/$v"
     for name in $vops; do

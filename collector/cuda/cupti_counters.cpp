@@ -40,6 +40,14 @@ CUpti_ProfilerReplayMode replay_mode() {
   return env && std::string(env) == "kernel" ? CUPTI_KernelReplay : CUPTI_UserReplay;
 }
 
+// Range mode: one auto range per kernel, unless RAFTER_CUPTI_RANGE=user asks for one user range
+// around the whole launch (a diagnostic: bench/counters_vs_ncu.sh's rafter_user_range, beside ncu's
+// application-range replay, which also counts an operator's kernels as one result).
+bool user_range() {
+  const char* env = std::getenv("RAFTER_CUPTI_RANGE");
+  return env && std::string(env) == "user";
+}
+
 // A zeroed parameter block with its size set, as every CUPTI profiler call wants.
 template <class P>
 P params(std::size_t size) {
@@ -240,7 +248,7 @@ struct RangeProfiler {
     p.pConfig = config.data();
     p.counterDataImageSize = data.size();
     p.pCounterDataImage = data.data();
-    p.range = CUPTI_AutoRange;
+    p.range = user_range() ? CUPTI_UserRange : CUPTI_AutoRange;
     p.replayMode = replay_mode();
     p.maxRangesPerPass = max_ranges;
     p.numNestingLevels = 1;
@@ -262,8 +270,20 @@ struct RangeProfiler {
       auto s = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
       s.pRangeProfilerObject = object;
       check(cuptiRangeProfilerStart(&s), "cuptiRangeProfilerStart");
+      const bool user = user_range();
+      if (user) {
+        auto r = params<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
+        r.pRangeProfilerObject = object;
+        r.pRangeName = "launch";
+        check(cuptiRangeProfilerPushRange(&r), "cuptiRangeProfilerPushRange");
+      }
       launch(nullptr);  // the legacy default stream, after the flush on the same stream
       const cudaError_t e = cudaDeviceSynchronize();
+      if (user) {
+        auto r = params<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
+        r.pRangeProfilerObject = object;
+        check(cuptiRangeProfilerPopRange(&r), "cuptiRangeProfilerPopRange");
+      }
       auto t = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
       t.pRangeProfilerObject = object;
       check(cuptiRangeProfilerStop(&t), "cuptiRangeProfilerStop");
