@@ -23,7 +23,7 @@
 # Stage report (after tp): the GPU's ceilings (cuda.bandwidth, tensor, fma, shared, launch; --quick)
 # and comm.nccl's full sweep (under mpirun -np TP, the step's launch) into one machine.json, then
 # `rafter report` of the TP step against it: the all-reduces on nccl:<TP> all_reduce's measured
-# busbw and latency, the rest on the GPU's roofs.
+# busbw and latency, the rest on the GPU's roofs; and of the grid's collectives where stage grid ran.
 # STAGES (default "build topo profile probe torch tp p2p overlap report") picks a subset.
 set -uo pipefail
 build=${1:-build-dev}
@@ -159,5 +159,8 @@ gpu["ceilings"] += [c for c in comm["ceilings"] if c["device"] == "cuda:0"]
 json.dump(gpu, open(sys.argv[3], "w"), indent=1)
 PY
   "$rafter" report -m "$out/machine-step.json" "$tp_json" 2>&1 | grep -v "^note: .*no bandwidth roof" | head -70
+  # The grid's collectives (stage grid, run before) on the same roofs: TP on nccl:2's consecutive
+  # groups, the ZeRO ones (stride GPUS/2) on the same group size.
+  [ -f "$out/grid.json" ] && "$rafter" report -m "$out/machine-step.json" "$out/grid.json" 2>&1 | head -30
   stamp "report"
 fi

@@ -1,6 +1,7 @@
 // The communicator sizes and message sizes the comm.* probes sweep.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <vector>
 
 #include "../../probes/comm/comm_sweep.hpp"
@@ -27,4 +28,8 @@ TEST(CommSweep, QuickSizesAreCappedByTheLargestMessage) {
   ASSERT_EQ(full.size(), 10u);  // 8 B · 8^k up to 1 GiB
   EXPECT_EQ(full.front(), 8.0);
   EXPECT_EQ(full.back(), double(1 << 30));
+  // comm.nccl's top where every GPU has room (largest_message): one more step, 8 GiB exactly
+  const auto big = rafter::probes::comm::sweep_sizes(o, double(std::size_t(8) << 30));
+  ASSERT_EQ(big.size(), 11u);
+  EXPECT_EQ(big.back(), double(std::size_t(8) << 30));
 }
