@@ -272,7 +272,8 @@ struct RangeProfiler {
       check(cuptiRangeProfilerStart(&s), "cuptiRangeProfilerStart");
       const bool user = user_range();
       if (user) {
-        auto r = params<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
+        auto r =
+            params<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
         r.pRangeProfilerObject = object;
         r.pRangeName = "launch";
         check(cuptiRangeProfilerPushRange(&r), "cuptiRangeProfilerPushRange");

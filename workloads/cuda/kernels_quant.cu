@@ -536,9 +536,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// __ldcg issued where it stands: ptxas sinks a plain load of the tensor scale below a later
-// `if (!valid) return`, after the shared-memory reads it could have overlapped (its L2 round trip
-// then comes last, before the encoding). A volatile asm statement stays in program order.
+// The tensor scale, read where the call stands (after the amax wait): ptxas sank an __ldcg, and a
+// volatile asm ld.global.cg too, below the code after it (a `return`, the tile's shuffles), so its
+// L2 round trip came last, just before the encoding needs it. A PTX volatile load stays in place;
+// like __ldcg it is served by L2, coherent with the amax pass's write (seen in the SASS).
 __device__ __forceinline__ float load_scale_now(const float* p) {
   float v;
   asm volatile("ld.volatile.global.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");

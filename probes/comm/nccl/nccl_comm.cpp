@@ -1,6 +1,7 @@
 // comm.nccl: the collectives between GPUs over NCCL (all_reduce, all_gather, reduce_scatter,
 // all_to_all, broadcast, send_recv between ring neighbours), FP32 and BF16, 8 B up to 1 GiB, or
-// 8 GiB where every GPU of the sweep has room for it (largest_message; --quick: 8 B, 4 KiB, 1 MiB), through the collector's NcclGroup: under mpirun one process per GPU
+// 8 GiB where every GPU of the sweep has room for it (largest_message; --quick: 8 B, 4 KiB, 1 MiB),
+// through the collector's NcclGroup: under mpirun one process per GPU
 // (it runs on the device cuda:<local rank>), alone one process over the local GPUs (it runs once,
 // on cuda:0). Either way a sweep per communicator size 2, 4, 8 … and all of them (rank_counts; under
 // mpirun groups of consecutive ranks, every group at once), so that a TP=2 step on an 8-GPU node
@@ -52,7 +53,8 @@ double largest_message(int n, int first_device, bool mpi) {
     free_min = d == first_device ? f : std::min(free_min, f);
   }
   if (mpi) {  // every rank must sweep the same sizes
-    const std::vector<double> all = Ranks::world().all_gather(std::span<const double>(&free_min, 1), "comm.nccl free memory");
+    const std::vector<double> all =
+        Ranks::world().all_gather(std::span<const double>(&free_min, 1), "comm.nccl free memory");
     free_min = *std::min_element(all.begin(), all.end());
   }
   return free_min >= room ? big : double(1 << 30);
