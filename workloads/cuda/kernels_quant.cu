@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "cuda_util.hpp"
+#include "e2m1_sr.hpp"
 #include "kernel_common.cuh"
 #include "quantize.hpp"
 
@@ -300,9 +301,8 @@ __device__ __forceinline__ float block_scale(float bamax, float ts, std::uint8_t
 }
 
 // Eight 16-bit draws for the vector at index v: one Philox4x32-10 draw keyed by the seed, counted
-// by v, split into 16-bit halves, each returned as e2m1_code_sr's addend 64·r + 31 (bits 6..21 and
-// 31 under them). Draw r stands for the uniform u = 1 − (r + 1/2)/2^16, so that P(u < p) is p
-// rounded to the nearest 2^-16: the rounding is unbiased to within 2^-17 of a grid step, at a
+// by v, split into 16-bit halves, each returned as e2m1_code_sr's addend (e2m1_sr.hpp). P(u < p) is
+// then p rounded to the nearest 2^-16: the rounding is unbiased to within 2^-17 of a grid step, at a
 // quarter of the generator's cost per value.
 __device__ __forceinline__ void draws8(std::uint64_t v, std::uint64_t seed, unsigned (&add)[8]) {
   const uint4 w4 =
@@ -311,24 +311,9 @@ __device__ __forceinline__ void draws8(std::uint64_t v, std::uint64_t seed, unsi
   const unsigned w[4] = {w4.x, w4.y, w4.z, w4.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    add[2 * i] = ((w[i] << 6) & 0x3fffc0u) | 31u;
-    add[2 * i + 1] = ((w[i] >> 10) & 0x3fffc0u) | 31u;
+    add[2 * i] = e2m1_sr_addend_low(w[i]);
+    add[2 * i + 1] = e2m1_sr_addend_high(w[i]);
   }
-}
-
-// a >= 0 to its E2M1 code, up with probability (a − lo)/(hi − lo) exactly when u < that fraction
-// (a >= 1; below 1, to within 2^-22 of a grid step). From 1 on the fraction is the float's mantissa
-// bits under bit 22 over 2^22, and u < it exactly when those bits plus the draw's addend 64·r + 31
-// carry into bit 22; the exponent and bit 22 are then the code (its bits >> 22, less 252),
-// saturating at 6 (a grid of one value there). Below 1 the grid steps by 0.5 as it does in [1, 2):
-// a + 1 takes the same path and its code less 2 is a's. The add rounds a to 2^-23 (a's own bits
-// below that are lost: at most 2^-22 of the 0.5 step, under the draws' 2^-16). Five instructions
-// and a select where the exact split below 1 (2a's integer part and fraction against a float of
-// r) took ten.
-__device__ __forceinline__ int e2m1_code_sr(float a, unsigned add) {
-  const bool low = a < 1.0f;
-  const std::uint32_t u = __float_as_uint(low ? a + 1.0f : a) + add;
-  return min(int(u >> 22) - (low ? 254 : 252), 7);
 }
 
 // PTX prmt in its default mode: byte i of the result is byte (sel nibble i & 7) of b:a, or, where
