@@ -118,6 +118,8 @@ void add_collective_roofs(const MachineProfile& profile, const std::string& devi
     if (c.kind == CeilingKind::Link && c.figure.value > it->bus_bytes_per_second) {
       it->bus_bytes_per_second = c.figure.value;
       it->ceiling_id = c.id();
+      const auto bytes = c.params.find("bytes");
+      it->largest_bytes = bytes != c.params.end() && bytes->is_number() ? bytes->get<double>() : 0.0;
     } else if (c.kind == CeilingKind::Latency &&
                (!it->latency_seconds || c.figure.value < *it->latency_seconds)) {
       it->latency_seconds = c.figure.value;

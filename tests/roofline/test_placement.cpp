@@ -177,6 +177,34 @@ TEST(Placement, CollectiveOnItsOwnMeasuredRoofs) {
   EXPECT_TRUE(said);
 }
 
+// A collective whose message is larger than the sweep's largest size (the link ceiling's
+// params.bytes) is judged on that roof all the same, with a remark that the roof may understate it.
+TEST(Placement, CollectiveLargerThanItsRoofsSweepIsSaidSo) {
+  MachineProfile m = small_machine();
+  Ceiling c = test::make_ceiling(CeilingKind::Link, "cpu", "nccl:2", 263e9);
+  c.operation = "all_gather", c.isa = "bf16", c.params["ranks"] = 2, c.params["bytes"] = double(1 << 30);
+  m.ceilings.push_back(c);
+  auto gather = [](std::int64_t elements) {
+    OperatorRecord r = make_record("zero.param_all_gather", "bf16", 0, 0, 0, 0.0119);
+    r.op = "all_gather";
+    r.flops.clear();
+    r.bytes = {{"nvlink", double(elements), Source::Analytic}};  // S · (n − 1)/n at 2 ranks, bf16
+    r.shape = {{"elements", elements}, {"ranks", 2}};
+    return r;
+  };
+  const auto rp = place_run(make_run({gather(3369207808), gather(1 << 29)}), m);
+  const auto said = [](const Placement& p) {
+    for (const auto& remark : p.remarks)
+      if (remark.find("message is larger than the largest nccl:2 all_gather was measured at (1 GiB)") !=
+          std::string::npos)
+        return true;
+    return false;
+  };
+  EXPECT_EQ(rp.records[0].binding_name(), "nccl:2 all_gather");
+  EXPECT_TRUE(said(rp.records[0]));   // 6.7 GB
+  EXPECT_FALSE(said(rp.records[1]));  // exactly 1 GiB
+}
+
 // cuda.nccl's measured overlap (details.overlap) summed over the step in the report's footer, and
 // the step's time with the hidden part taken off.
 TEST(Placement, MeasuredOverlapInTheReport) {

@@ -65,6 +65,8 @@ struct CollectiveRoof {
   double bus_bytes_per_second = 0;  // 0 where only the latency was measured (one rank)
   std::optional<double> latency_seconds;
   std::string ceiling_id;  // the bandwidth ceiling's (else the latency one's)
+  double largest_bytes =
+      0;  // the message size S its bus bandwidth was measured at (params.bytes); 0: not said
 };
 
 struct DeviceRoofs {
