@@ -300,14 +300,53 @@ __device__ __forceinline__ float block_scale(float bamax, float ts, std::uint8_t
   }
 }
 
-// Eight 16-bit draws for the vector at index v: one Philox4x32-10 draw keyed by the seed, counted
-// by v, split into 16-bit halves, each returned as e2m1_code_sr's addend (e2m1_sr.hpp). P(u < p) is
-// then p rounded to the nearest 2^-16: the rounding is unbiased to within 2^-17 of a grid step, at a
-// quarter of the generator's cost per value.
-__device__ __forceinline__ void draws8(std::uint64_t v, std::uint64_t seed, unsigned (&add)[8]) {
-  const uint4 w4 =
-      curand_Philox4x32_10(make_uint4(static_cast<unsigned>(v), static_cast<unsigned>(v >> 32), 0u, 0u),
-                           make_uint2(static_cast<unsigned>(seed), static_cast<unsigned>(seed >> 32)));
+// Philox4x32-10's ten round keys for a seed, as curand_Philox4x32_10 derives them from its key (the
+// seed's halves, bumped by its Weyl constants each round), computed once on the host and passed by
+// value: in the kernel each round reads its key from the constant bank, where deriving them took
+// 20 uniform adds per draw (of 434 instructions a thread in the SR rows kernel).
+struct SrKeys {
+  uint2 k[10];
+};
+SrKeys sr_keys(std::uint64_t seed) {
+  SrKeys s{};
+  for (unsigned i = 0; i < 10; ++i)
+    s.k[i] = make_uint2(static_cast<unsigned>(seed) + i * PHILOX_W32_0,
+                        static_cast<unsigned>(seed >> 32) + i * PHILOX_W32_1);
+  return s;
+}
+
+// One Philox4x32-10 draw under the keys, counted by the vector index v (curand's round function;
+// curand_Philox4x32_10's output): the generator word set of 8 values, two 16-bit draws a word
+// (sr_addends).
+__device__ __forceinline__ uint4 sr_word(std::uint64_t v, const SrKeys& keys) {
+  uint4 c = make_uint4(static_cast<unsigned>(v), static_cast<unsigned>(v >> 32), 0u, 0u);
+#pragma unroll
+  for (int i = 0; i < 10; ++i) c = _philox4x32round(c, keys.k[i]);
+  return c;
+}
+// A thread's 16 values (vectors v and v + 1) take their words from one of two sources (encode16):
+// drawn ahead, where a kernel draws while its loads are in flight (only the index goes in), or
+// drawn as each 8 values are encoded, which holds fewer registers.
+struct SrDraws {
+  uint4 w[2];
+  __device__ __forceinline__ uint4 word(int h) const { return w[h]; }
+};
+struct SrDrawLate {
+  const SrKeys& keys;
+  std::uint64_t v;
+  __device__ __forceinline__ uint4 word(int h) const { return sr_word(v + h, keys); }
+};
+template <bool Sr>
+__device__ __forceinline__ SrDraws sr_draws(std::uint64_t v, const SrKeys& keys) {
+  SrDraws d{};
+  if constexpr (Sr) d.w[0] = sr_word(v, keys), d.w[1] = sr_word(v + 1, keys);
+  return d;
+}
+
+// Eight 16-bit draws from one generator word set, each as e2m1_code_sr's addend (e2m1_sr.hpp).
+// P(u < p) is then p rounded to the nearest 2^-16: the rounding is unbiased to within 2^-17 of a
+// grid step, at a quarter of the generator's cost per value.
+__device__ __forceinline__ void sr_addends(const uint4& w4, unsigned (&add)[8]) {
   const unsigned w[4] = {w4.x, w4.y, w4.z, w4.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -348,9 +387,9 @@ __device__ __forceinline__ float fp4_reciprocal(float scale) {
 // of nibble + 7), for the eight at once: no negative zero, as the CPU encoder.
 template <bool Sr>
 __device__ __forceinline__ std::uint32_t encode_fp4x8(const float (&f)[8], float scale, float rcp,
-                                                      std::uint64_t v, std::uint64_t seed) {
+                                                      const uint4& draws) {
   unsigned r[8];
-  if (Sr) draws8(v, seed, r);
+  if (Sr) sr_addends(draws, r);
   constexpr std::uint32_t bias = Sr ? 0u : kRneBias;
   std::uint32_t mag = 0;  // nibble i: value i's magnitude code (+ bias, summed out below)
   const auto put = [&](int i, float a) {
@@ -456,9 +495,9 @@ __device__ __forceinline__ float copy_block_max(float bamax, float* red, int own
 
 // 16 values at f (one thread's segment) to codes at byte offset e / 2 (FP4) or e (FP8), e a multiple
 // of 16; the block's scale bits returned through `bits`.
-template <QuantFormat F, bool Sr>
+template <QuantFormat F, bool Sr, class Draws>
 __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, float ts, std::uint8_t* codes,
-                                         std::int64_t e, std::uint64_t seed, std::uint8_t& bits) {
+                                         std::int64_t e, const Draws& d, std::uint8_t& bits) {
   if constexpr (is_fp8(F)) {
     std::uint32_t w[4];
     fp8_words<F>(f, ts, w);
@@ -469,22 +508,27 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
     float lo[8], hi[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) lo[i] = f[i], hi[i] = f[8 + i];
-    const std::uint64_t v = std::uint64_t(e / 8);
     const float rcp = fp4_reciprocal(scale);
     *reinterpret_cast<uint2*>(codes + e / 2) =
-        make_uint2(encode_fp4x8<Sr>(lo, scale, rcp, v, seed), encode_fp4x8<Sr>(hi, scale, rcp, v + 1, seed));
+        make_uint2(encode_fp4x8<Sr>(lo, scale, rcp, Sr ? d.word(0) : uint4{}),
+                   encode_fp4x8<Sr>(hi, scale, rcp, Sr ? d.word(1) : uint4{}));
   }
 }
 
 // A thread's 16 consecutive values from vector v on (zeros where not valid), after the RHT where
 // asked; returns their largest magnitude. The two 16-byte halves are read through L1, not streamed
 // past it: each of a warp's two loads covers half of every sector it touches, and streaming loads
-// would fetch each sector from L2 twice.
-template <bool Rht>
-__device__ __forceinline__ float load16(const bf16* x, std::int64_t v, bool valid, float (&f)[16]) {
+// would fetch each sector from L2 twice. With Sr, the generator's words for those values (sr_draws)
+// come out through d, drawn while the loads are in flight.
+template <bool Rht, bool Sr>
+__device__ __forceinline__ float load16_drawing(const bf16* x, std::int64_t v, bool valid, const SrKeys& keys,
+                                                float (&f)[16], SrDraws& d) {
+  Bf16x8 raw[2] = {};
+  if (valid) raw[0] = load8(x + v * 8), raw[1] = load8(x + v * 8 + 8);
+  d = sr_draws<Sr>(std::uint64_t(v), keys);  // the generator, under the loads' latency
   float half[2][8];
-  load_vector(x, v, valid, false, half[0]);
-  load_vector(x, v + 1, valid, false, half[1]);
+  to_float8(raw[0], half[0]);
+  to_float8(raw[1], half[1]);
 #pragma unroll
   for (int i = 0; i < 16; ++i) f[i] = half[i / 8][i % 8];
   if (Rht) hadamard16(f);
@@ -493,30 +537,41 @@ __device__ __forceinline__ float load16(const bf16* x, std::int64_t v, bool vali
   for (int i = 0; i < 16; ++i) m = fmaxf(m, fabsf(f[i]));
   return m;
 }
+template <bool Rht>
+__device__ __forceinline__ float load16(const bf16* x, std::int64_t v, bool valid, float (&f)[16]) {
+  SrDraws unused;
+  return load16_drawing<Rht, false>(x, v, valid, SrKeys{}, f, unused);
+}
 
 // Row-wise FP4, 16 values a thread (load16). NVFP4 1×16: a thread per scale block, so that the
 // block's maximum and scale are found once, by the thread that encodes the block, with no shuffle
 // (8 values a thread, lane pairs each computing both, was slower). MXFP4 1×32: a lane pair per block, its
 // maximum by one shuffle, the scale byte from the even lane; no amax pass to wait for. n is a
 // multiple of 32 for MXFP4 (check_shape), so a pair is valid or invalid together.
+// With SR the thread draws its generator words while its loads are in flight (load16_drawing), the
+// two Philox chains side by side: 81.4 µs against 86.3 drawing as it encodes at 4096×11008 on the H100
+// (bench/quant_results.md). NVFP4 SR without the RHT: 5 CTAs an SM (47 registers, no spill; 6 would
+// spill, and unbounded it takes 52, 4 CTAs); with the RHT, or MXFP4, a bound would spill.
 template <QuantFormat F, bool Rht, bool Sr>
-__global__ void __launch_bounds__(kThreads)
-    quantize_rows16_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
+__global__ void __launch_bounds__(kThreads, F == QuantFormat::Nvfp4 && Sr && !Rht ? 5 : 1)
+    quantize_rows16_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, const SrKeys keys) {
   const std::int64_t b = (std::int64_t(gridDim.x) - 1 - blockIdx.x) * kThreads + threadIdx.x;
   float f[16];
   std::uint8_t bits = 0;
   if constexpr (F == QuantFormat::Mxfp4) {
     const bool valid = b < n / 16;  // no return before the shuffle: the warp's other lanes
-    float bamax = load16<Rht>(x, 2 * b, valid, f);
+    SrDraws d;
+    float bamax = load16_drawing<Rht, Sr>(x, 2 * b, valid, keys, f, d);
     bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, 1));
     if (!valid) return;
-    encode16<F, Sr>(f, bamax, 1.0f, q.codes, 16 * b, seed, bits);
+    encode16<F, Sr>(f, bamax, 1.0f, q.codes, 16 * b, d, bits);
     if (!(b & 1)) q.scales[b / 2] = bits;
   } else {
     if (b >= n / 16) return;  // nothing below waits for another lane
-    const float bamax = load16<Rht>(x, 2 * b, true, f);
+    SrDraws d;
+    const float bamax = load16_drawing<Rht, Sr>(x, 2 * b, true, keys, f, d);
     wait_for_amax();
-    encode16<F, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, seed, bits);
+    encode16<F, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, d, bits);
     q.scales[b] = bits;
   }
 }
@@ -541,7 +596,7 @@ __device__ __forceinline__ float load_scale_now(const float* p) {
 // 16 tiles, the maximum through shared memory at the barrier, 75.5 µs; this one 72.7–73.1 µs.
 template <bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads, Rht || Sr ? 4 : 5)  // 48 registers without either, else 64
-    quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, std::uint64_t seed) {
+    quantize_tiles_kernel(const bf16* x, QuantTensorRef q, std::int64_t cols, const SrKeys keys) {
   const std::int64_t tiles_per_row = cols / 16;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j = lane & 3, r = lane >> 2;
   const std::int64_t tc = std::int64_t(blockIdx.x) * (kThreads / 8) + warp * 4 + j;
@@ -559,8 +614,8 @@ __global__ void __launch_bounds__(kThreads, Rht || Sr ? 4 : 5)  // 48 registers 
 #pragma unroll
   for (int o = 4; o < 32; o <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(tile_lanes, bamax, o));
   std::uint8_t bits = 0;
-  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, ts, q.codes, e, seed, bits);
-  encode16<QuantFormat::Nvfp4, Sr>(g, bamax, ts, q.codes, e8, seed, bits);
+  encode16<QuantFormat::Nvfp4, Sr>(f, bamax, ts, q.codes, e, SrDrawLate{keys, std::uint64_t(e / 8)}, bits);
+  encode16<QuantFormat::Nvfp4, Sr>(g, bamax, ts, q.codes, e8, SrDrawLate{keys, std::uint64_t(e8 / 8)}, bits);
   if (r == 0) q.scales[tr * tiles_per_row + tc] = bits;
 }
 
@@ -568,10 +623,10 @@ __global__ void __launch_bounds__(kThreads, Rht || Sr ? 4 : 5)  // 48 registers 
 // the block's maximum (shared with the other threads of a 16×16 tile or a 1×32 block: every thread
 // calls this, valid or not), the codes, and the block scale from the thread that holds the block's
 // first 16 values. `line` and `seg` place the thread in the tile (see quantize_both_kernel).
-template <QuantFormat F, bool Sr>
+template <QuantFormat F, bool Sr, class Draws>
 __device__ __forceinline__ void encode_segment(const float (&f)[16], float ts, QuantTensorRef out,
                                                std::int64_t row, std::int64_t col, std::int64_t out_cols,
-                                               bool valid, std::uint64_t seed, float* red, int line,
+                                               bool valid, const Draws& draws, float* red, int line,
                                                int seg) {
   float bamax = 0.0f;
 #pragma unroll
@@ -581,7 +636,7 @@ __device__ __forceinline__ void encode_segment(const float (&f)[16], float ts, Q
   if (!valid) return;
   std::uint8_t bits = 0;
   const std::int64_t e = row * out_cols + col;
-  encode16<F, Sr>(f, bamax, ts, out.codes, e, seed, bits);
+  encode16<F, Sr>(f, bamax, ts, out.codes, e, draws, bits);
   if constexpr (F == QuantFormat::Nvfp4) out.scales[e / 16] = bits;
   if constexpr (F == QuantFormat::Mxfp4)
     if (!(seg & 1)) out.scales[e / 32] = bits;
@@ -592,29 +647,36 @@ __device__ __forceinline__ void encode_segment(const float (&f)[16], float ts, Q
 template <QuantFormat F, bool RhtCols, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_both_kernel(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows,
-                         std::int64_t cols, std::uint64_t seed) {
+                         std::int64_t cols, const SrKeys keys, const SrKeys keys_t) {
   __shared__ float tile[kTile][kTilePad];
   __shared__ float red[kThreads];
   const int t = threadIdx.x, seg = t & 3, line = t >> 2;  // 4 segments of 16 along a 64-wide line
   const std::int64_t r0 = std::int64_t(gridDim.y - 1 - blockIdx.y) * kTile;  // reversed: L2 keeps the end
   const std::int64_t c0 = std::int64_t(gridDim.x - 1 - blockIdx.x) * kTile;
   float ts = 1.0f, tst = 1.0f;  // read once the amax pass is done, after the tile's loads
+  SrDraws db;                   // phase B's generator words, drawn in phase A
 
   // Phase A: row r0 + line, columns c0 + 16·seg ... + 15.
   {
     const std::int64_t r = r0 + line, c = c0 + 16 * seg;
     const bool valid = r < rows && c < cols;  // rows and cols are multiples of 16
-    float f[16];
-    float a[8], b[8];
-    load_vector(x, (r * cols + c) / 8, valid, true, a);
-    load_vector(x, (r * cols + c) / 8 + 1, valid, true, b);
+    const std::int64_t v = (r * cols + c) / 8;
+    Bf16x8 raw[2] = {};
+    if (valid) raw[0] = load8_stream(x + v * 8), raw[1] = load8_stream(x + v * 8 + 8);
+    // With SR, both phases' generator words (only their indices go in) while the loads are in flight:
+    // dY+T 4096² RHT+SR 62.0 µs against 63.2 drawing as it encodes (H100, bench/quant_results.md).
+    const SrDraws da = sr_draws<Sr>(std::uint64_t(v), keys);
+    db = sr_draws<Sr>(std::uint64_t(((c0 + line) * rows + r0 + 16 * seg) / 8), keys_t);
+    float f[16], a[8], b[8];
+    to_float8(raw[0], a);
+    to_float8(raw[1], b);
 #pragma unroll
     for (int i = 0; i < 8; ++i) f[i] = a[i], f[8 + i] = b[i];
 #pragma unroll
     for (int i = 0; i < 16; ++i) tile[line][16 * seg + i] = f[i];
     wait_for_amax();
     if (F != QuantFormat::Mxfp4) ts = __ldcg(q.tensor_scale), tst = __ldcg(qt.tensor_scale);
-    encode_segment<F, Sr>(f, ts, q, r, c, cols, valid, seed, red, line, seg);
+    encode_segment<F, Sr>(f, ts, q, r, c, cols, valid, da, red, line, seg);
   }
   __syncthreads();
   // Phase B: column c0 + line, rows r0 + 16·seg ... + 15, written as row c0 + line of Xᵀ.
@@ -625,7 +687,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < 16; ++i) f[i] = valid ? tile[16 * seg + i][line] : 0.0f;
     if (RhtCols) hadamard16(f);
-    encode_segment<F, Sr>(f, tst, qt, c, r, rows, valid, seed + 1, red, line, seg);
+    encode_segment<F, Sr>(f, tst, qt, c, r, rows, valid, db, red, line, seg);
   }
 }
 
@@ -826,7 +888,7 @@ void launch_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_
                  std::uint64_t seed, cudaStream_t stream) {
   const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned((rows + kTile - 1) / kTile));
   launch_encoding<F>(quantize_both_kernel<F, RhtCols, Sr>, grid, stream, "quantize_both_kernel", true, x, q,
-                     qt, rows, cols, seed);
+                     qt, rows, cols, sr_keys(seed), sr_keys(seed + 1));
 }
 
 // transpose=1: the amax pass (both maxima in one read where the RHT makes them differ), then one
@@ -863,11 +925,11 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
     const dim3 grid(unsigned((cols / 16 + kThreads / 8 - 1) / (kThreads / 8)),
                     unsigned(rows / 16));  // 32 tiles a CTA
     launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", true, x, q,
-                       cols, seed);
+                       cols, sr_keys(seed));
   } else if constexpr (F == QuantFormat::Nvfp4 || F == QuantFormat::Mxfp4) {
     const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
     launch_encoding<F>(quantize_rows16_kernel<F, Rht, Sr>, dim3(grid), stream, "quantize_rows16_kernel", true,
-                       x, q, rows * cols, seed);
+                       x, q, rows * cols, sr_keys(seed));
   } else {
     launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(vector_blocks(rows * cols)), stream,
                        "quantize_flat_kernel", false, x, q, rows * cols, seed);
