@@ -10,6 +10,9 @@
 # STAGES (default all) picks a subset, e.g. two calls of under 10 minutes each on a warm machine:
 #   STAGES="build tests quant" ...   then   STAGES="decode ncu steps" ...
 # Stage ncu_quant (not in the default): Nsight Compute on the NVFP4 encoders' amax and encoding passes.
+# NCU_QUANT_ARGS adds ncu options, e.g. "--clock-control none --replay-mode application" for each
+# pass's duration at the GPU's own clocks, with L2 as the run before it left it (every pass reruns
+# rafter: raise NCU_QUANT_TIMEOUT, default 120 s).
 # TEST_FILTER replaces the tests stage's gtest filter, MEMCHECK_FILTER its memcheck's (default the
 # decode GEMM's tests); QUANT_FILTER (bench/quant_vs_pytorch.py) the quantizer rows.
 set -uo pipefail
@@ -55,7 +58,9 @@ fi
 # kernel on 11008×4096, SR on 4096×11008): where the time goes (L2 hit rate, DRAM bytes, stalls).
 if has ncu_quant; then
   for shape in ${NCU_QUANT_SHAPES:-rows=4096,cols=4096 rows=4096,cols=11008 rows=11008,cols=4096,block2d=1 rows=4096,cols=11008,sr=1}; do
-    timeout 120 ncu --cache-control none --launch-skip 4 --launch-count 2 -k regex:'amax|quantize_' --section SpeedOfLight \
+    # shellcheck disable=SC2086
+    timeout "${NCU_QUANT_TIMEOUT:-120}" ncu --cache-control none ${NCU_QUANT_ARGS:-} --launch-skip 4 --launch-count 2 \
+      -k regex:'amax|quantize_' --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats --section Occupancy \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum "$rafter" profile \
       --device cuda --op quantize --dtype nvfp4 --phase fwd --shape "$shape" --quick >"$out/ncu-quant-$shape.txt" 2>&1
