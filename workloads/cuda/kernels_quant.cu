@@ -79,6 +79,14 @@ __device__ __forceinline__ void hadamard16_pair(float (&f)[8], bool upper) {
   for (int i = 0; i < 8; ++i) f[i] *= 0.25f;
 }
 
+// The 8 BF16 values of vector v as loaded (zeros where not valid): a kernel that has work to do
+// while the load is in flight converts them later (to_float8).
+__device__ __forceinline__ Bf16x8 load_raw8(const bf16* x, std::int64_t v, bool valid, bool streaming) {
+  if (!valid) return Bf16x8{};
+  return streaming ? load8_stream(x + v * 8) : load8(x + v * 8);
+}
+// (Converting load_raw8's zeros instead of writing zeros changes the amax and FP8 kernels' SASS:
+// untimed, so not done.)
 __device__ __forceinline__ void load_vector(const bf16* x, std::int64_t v, bool valid, bool streaming,
                                             float (&f)[8]) {
   if (valid) {
@@ -523,8 +531,7 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
 template <bool Rht, bool Sr>
 __device__ __forceinline__ float load16_drawing(const bf16* x, std::int64_t v, bool valid, const SrKeys& keys,
                                                 float (&f)[16], SrDraws& d) {
-  Bf16x8 raw[2] = {};
-  if (valid) raw[0] = load8(x + v * 8), raw[1] = load8(x + v * 8 + 8);
+  const Bf16x8 raw[2] = {load_raw8(x, v, valid, false), load_raw8(x, v + 1, valid, false)};
   d = sr_draws<Sr>(std::uint64_t(v), keys);  // the generator, under the loads' latency
   float half[2][8];
   to_float8(raw[0], half[0]);
@@ -661,8 +668,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t r = r0 + line, c = c0 + 16 * seg;
     const bool valid = r < rows && c < cols;  // rows and cols are multiples of 16
     const std::int64_t v = (r * cols + c) / 8;
-    Bf16x8 raw[2] = {};
-    if (valid) raw[0] = load8_stream(x + v * 8), raw[1] = load8_stream(x + v * 8 + 8);
+    const Bf16x8 raw[2] = {load_raw8(x, v, valid, true), load_raw8(x, v + 1, valid, true)};
     // With SR, both phases' generator words (only their indices go in) while the loads are in flight:
     // dY+T 4096² RHT+SR 62.0 µs against 63.2 drawing as it encodes (H100, bench/quant_results.md).
     const SrDraws da = sr_draws<Sr>(std::uint64_t(v), keys);
