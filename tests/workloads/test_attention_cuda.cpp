@@ -1,6 +1,6 @@
 // Fused attention on the GPU: cuDNN SDPA forward and backward ("cuda.cudnn", where cuDNN was
-// found; its FP8 E4M3 forward and backward too) and the split-KV decode kernel ("cuda.splitkv") against the
-// catalogue's FP64 reference on random data with poisoned outputs: causal and not, GQA, head dims 64 and 128,
+// found; its FP8 E4M3 forward and backward too) and decode ("cuda.decode": cuDNN's SDPA with one query
+// token and our split-KV kernel, each checked, the faster timed) against the catalogue's FP64 reference on random data with poisoned outputs: causal and not, GQA, head dims 64 and 128,
 // decode chunkings with one and several splits (chosen, and given by the shape) and every heads-per-block
 // path. The unfused path (cuda.unfused) runs the same prefill cases through its backend directly, since the
 // fused one wins the registry's choice. Runs only where a GPU is present; bench/attention_vs_pytorch.sh also
@@ -18,6 +18,11 @@
 using namespace rafter::workloads;
 
 namespace {
+#if RAFTER_HAVE_CUDNN
+constexpr bool kHaveCudnn = true;
+#else
+constexpr bool kHaveCudnn = false;
+#endif
 OpInstance instance(std::string op, Shape shape, std::string precision = "bf16") {
   OpInstance i;
   i.op = std::move(op), i.precision = std::move(precision), i.shape = std::move(shape);
@@ -75,8 +80,8 @@ TEST(AttentionCuda, FusedAttentionRunsOnCudnnAndDecodeOnSplitKv) {
   EXPECT_EQ(backend_for(instance("attention_backward", prefill(1, 4096, 32, 32, 64, true), "fp8_e4m3")),
             "none");
 #endif
-  EXPECT_EQ(backend_for(instance("attention_decode", decode(16, 4096, 64, 8, 128))), "cuda.splitkv");
-  EXPECT_EQ(backend_for(instance("attention_decode", decode(16, 4096, 32, 32, 64))), "cuda.splitkv");
+  EXPECT_EQ(backend_for(instance("attention_decode", decode(16, 4096, 64, 8, 128))), "cuda.decode");
+  EXPECT_EQ(backend_for(instance("attention_decode", decode(16, 4096, 32, 32, 64))), "cuda.decode");
   EXPECT_EQ(backend_for(instance("attention_decode", decode(16, 4096, 32, 32, 96))), "cuda.unfused");
 }
 
@@ -116,14 +121,39 @@ TEST(AttentionCuda, FusedAttentionMatchesTheReference) {
     const rafter::OperatorRecord r = profile_instance(i, quick_context(), {});
     expect_checked(r, describe(i));
     if (i.op == "attention_decode") {
-      EXPECT_EQ(r.details.at("decode").value("tensor_cores", false),
-                i.shape.at("heads") == 8 * i.shape.at("kv_heads"))
+      // Every candidate checked and passed; our kernel's plan as the shape asks.
+      const auto& cand = r.details.at("decode").at("candidates");
+      const auto& ours = cand.at("splitkv");
+      EXPECT_TRUE(ours.at("check").value("passed", false)) << describe(i);
+      EXPECT_EQ(ours.at("details").value("tensor_cores", false), i.shape.at("heads") == 8 * i.shape.at("kv_heads"))
           << describe(i);
       if (i.shape.count("splits")) {
-        EXPECT_EQ(r.details.at("decode").value("splits", 0), i.shape.at("splits"));
+        EXPECT_EQ(ours.at("details").value("splits", 0), i.shape.at("splits"));
+        EXPECT_EQ(r.details.at("decode").value("kernel", ""), "splitkv") << describe(i);
+        EXPECT_FALSE(cand.contains("cudnn")) << describe(i);
+      } else if (kHaveCudnn) {
+        ASSERT_TRUE(cand.contains("cudnn")) << describe(i);
+        EXPECT_TRUE(cand.at("cudnn").contains("check")) << describe(i) << ": " << cand.at("cudnn").dump();
+        EXPECT_TRUE(cand.at("cudnn").value("check", nlohmann::json::object()).value("passed", false))
+            << describe(i) << ": " << cand.at("cudnn").dump();
+        EXPECT_EQ(cand.at("cudnn").at("contest_seconds").size(), 2u) << describe(i);
+        EXPECT_EQ(ours.at("contest_seconds").size(), 2u) << describe(i);
       }
     }
   }
+}
+
+// Without timing the candidates (ExecContext.algo "heuristic"), decode takes cuDNN where it fits.
+TEST(AttentionCuda, DecodeHeuristicTakesCudnnWhereItFits) {
+  if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
+  if (!kHaveCudnn) GTEST_SKIP() << "built without cuDNN";
+  ExecContext ctx = quick_context();
+  ctx.algo = "heuristic";
+  const OpInstance i = instance("attention_decode", decode(2, 200, 16, 2, 128));
+  const rafter::OperatorRecord r = profile_instance(i, ctx, {});
+  expect_checked(r, describe(i));
+  EXPECT_EQ(r.details.at("decode").value("kernel", ""), "cudnn");
+  EXPECT_FALSE(r.details.at("decode").at("candidates").at("cudnn").contains("contest_seconds"));
 }
 
 TEST(AttentionCuda, UnfusedPrefillStaysCorrect) {

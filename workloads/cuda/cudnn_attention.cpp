@@ -1,7 +1,9 @@
 // "cuda.cudnn": fused prefill attention (forward, and backward from the forward's softmax
 // statistics) through cuDNN's SDPA, described with the cuDNN frontend's graph API. BF16 in and
 // out, FP32 softmax and accumulation; causal or not; GQA (K/V with fewer heads); head dim 64, 128.
-// FP8 E4M3 forward and backward (sdpa_fp8 / sdpa_fp8_backward, Hopper and later, cuDNN 9.1+): Q, K,
+// Decode (attention_decode: one query token per sequence against a BF16 KV cache) runs the same
+// forward with a query length of 1, for cuda.decode (decode_attention_backend.cpp), which weighs it
+// against our split-KV kernel. FP8 E4M3 forward and backward (sdpa_fp8 / sdpa_fp8_backward, Hopper and later, cuDNN 9.1+): Q, K,
 // V, O, dO, dQ, dK and dV in E4M3 with per-tensor descale/scale factors as device scalars, the
 // softmax probabilities scaled by 448 into E4M3, each amax written back; the backward's output and
 // dP scales set from the amax of an untimed first call (current scaling).
@@ -9,8 +11,15 @@
 // through their strides. A graph is built once per (pass, shape) and cached for the process: a
 // suite asks for the same shapes again and again, and building takes far longer than running.
 // Built only where cuDNN and its frontend were found (cmake/RafterCuda.cmake).
+// Our headers first: their nlohmann/json (Debian's) then serves the frontend too, which would
+// otherwise bring its bundled copy (another inline ABI namespace) into this file's OperatorRecord
+// and into bind_cudnn_decode's signature.
+#include "cudnn_attention.hpp"
+#include "device_problem.hpp"
+// clang-format off
 #include <cudnn.h>
 #include <cudnn_frontend.h>
+// clang-format on
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,8 +30,6 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
-
-#include "device_problem.hpp"
 
 namespace rafter::workloads::cuda {
 namespace {
@@ -72,17 +79,20 @@ constexpr int kFp8Scalars = kAmaxDP - kDescaleQ + 1;
 // smallest normal (2^-6) down to |O| ~ 2.4e-4.
 constexpr float kFp8ScaleS = 448.0f, kFp8ScaleO = 64.0f;
 
-using GraphKey = std::tuple<Pass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+using GraphKey =
+    std::tuple<Pass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
 
+// s query tokens against kv key/value tokens per sequence (equal in prefill; 1 and kv_len in decode).
 struct Dims {
-  std::int64_t b, s, h, hkv, d;
+  std::int64_t b, s, kv, h, hkv, d;
   bool causal;
-  GraphKey key(Pass p) const { return {p, b, s, h, hkv, d, causal}; }
+  GraphKey key(Pass p) const { return {p, b, s, kv, h, hkv, d, causal}; }
 };
 
 Dims dims_of(const OpInstance& in) {
-  return {shape_value(in, "batch"),    shape_value(in, "seq"),      shape_value(in, "heads"),
-          shape_value(in, "kv_heads"), shape_value(in, "head_dim"), shape_value(in, "causal") != 0};
+  const std::int64_t s = shape_value(in, "seq");
+  return {shape_value(in, "batch"),    s, s, shape_value(in, "heads"), shape_value(in, "kv_heads"),
+          shape_value(in, "head_dim"), shape_value(in, "causal") != 0};
 }
 
 void check_fe(fe::error_t e, const char* what) {
@@ -202,8 +212,8 @@ void describe_fp8_backward(fe::graph::Graph& g, const Dims& a, const TensorPtr& 
                           sc("descale_dp", kDescaleDP), sc("scale_s", kScaleS), sc("scale_dq", kScaleDQ),
                           sc("scale_dk", kScaleDK), sc("scale_dv", kScaleDV), sc("scale_dp", kScaleDP), opt);
   as_output(dQ, kDQ, a.b, a.s, a.h, a.d);
-  as_output(dK, kDK, a.b, a.s, a.hkv, a.d);
-  as_output(dV, kDV, a.b, a.s, a.hkv, a.d);
+  as_output(dK, kDK, a.b, a.kv, a.hkv, a.d);
+  as_output(dV, kDV, a.b, a.kv, a.hkv, a.d);
   scalar_outputs({{amax_dq, kAmaxDQ}, {amax_dk, kAmaxDK}, {amax_dv, kAmaxDV}, {amax_dp, kAmaxDP}});
 }
 
@@ -212,15 +222,15 @@ void describe(fe::graph::Graph& g, Pass pass, const Dims& a) {
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   auto Q = token_major(g, "Q", kQ, a.b, a.s, a.h, a.d);
-  auto K = token_major(g, "K", kK, a.b, a.s, a.hkv, a.d);
-  auto V = token_major(g, "V", kV, a.b, a.s, a.hkv, a.d);
+  auto K = token_major(g, "K", kK, a.b, a.kv, a.hkv, a.d);
+  auto V = token_major(g, "V", kV, a.b, a.kv, a.hkv, a.d);
   const float scale = 1.0f / std::sqrt(float(a.d));
   if (pass == Pass::BackwardFp8) return describe_fp8_backward(g, a, Q, K, V, scale);
   if (is_fp8(pass)) return describe_fp8_forward(g, pass, a, Q, K, V, scale);
   if (pass != Pass::Backward) {
     auto opt = fe::graph::SDPA_attributes().set_name("sdpa").set_attn_scale(scale);
     opt.set_generate_stats(with_stats(pass));
-    if (a.causal) opt.set_causal_mask(true);  // q_len = kv_len: top-left and bottom-right agree
+    if (a.causal) opt.set_causal_mask(true);  // causal only in prefill, q_len = kv_len: top-left and bottom-right agree
     auto [O, stats] = g.sdpa(Q, K, V, opt);
     as_output(O, kO, a.b, a.s, a.h, a.d);
     if (with_stats(pass)) stats_output(stats, a);
@@ -232,8 +242,8 @@ void describe(fe::graph::Graph& g, Pass pass, const Dims& a) {
   if (a.causal) opt.set_causal_mask(true);
   auto [dQ, dK, dV] = g.sdpa_backward(Q, K, V, O, dO, stats_input(g, a), opt);
   as_output(dQ, kDQ, a.b, a.s, a.h, a.d);
-  as_output(dK, kDK, a.b, a.s, a.hkv, a.d);
-  as_output(dV, kDV, a.b, a.s, a.hkv, a.d);
+  as_output(dK, kDK, a.b, a.kv, a.hkv, a.d);
+  as_output(dV, kDV, a.b, a.kv, a.hkv, a.d);
 }
 
 std::shared_ptr<SdpaGraph> build(Pass pass, const Dims& a) {
@@ -331,8 +341,8 @@ StreamFn bind_forward(const OpInstance& in, DeviceProblem& d, nlohmann::json* de
   const auto sz = [](std::int64_t v) { return std::size_t(v); };
   auto g = cached_graph(fp8 ? Pass::ForwardFp8 : Pass::Forward, a);
   void* q = d.input(0, t, sz(a.b * a.s * a.h * a.d)).data();
-  void* k = d.input(1, t, sz(a.b * a.s * a.hkv * a.d)).data();
-  void* v = d.input(2, t, sz(a.b * a.s * a.hkv * a.d)).data();
+  void* k = d.input(1, t, sz(a.b * a.kv * a.hkv * a.d)).data();
+  void* v = d.input(2, t, sz(a.b * a.kv * a.hkv * a.d)).data();
   void* o = d.output(t, sz(a.b * a.s * a.h * a.d), 0, fp8 ? 1.0 / kFp8ScaleO : 1.0).data();
   void* ws = workspace_of(d, *g);
   std::unordered_map<std::int64_t, void*> pack{{kQ, q}, {kK, k}, {kV, v}, {kO, o}};
@@ -355,7 +365,7 @@ StreamFn bind_backward(const OpInstance& in, DeviceProblem& d, nlohmann::json* d
   const bool fp8 = in.precision == "fp8_e4m3";
   const DType t = fp8 ? DType::E4M3 : DType::BF16;
   const auto sz = [](std::int64_t v) { return std::size_t(v); };
-  const std::size_t nq = sz(a.b * a.s * a.h * a.d), nkv = sz(a.b * a.s * a.hkv * a.d);
+  const std::size_t nq = sz(a.b * a.s * a.h * a.d), nkv = sz(a.b * a.kv * a.hkv * a.d);
   auto fwd = cached_graph(fp8 ? Pass::ForwardFp8WithStats : Pass::ForwardWithStats, a);
   auto bwd = cached_graph(fp8 ? Pass::BackwardFp8 : Pass::Backward, a);
   void* q = d.input(0, t, nq).data();
@@ -409,6 +419,29 @@ StreamFn bind_backward(const OpInstance& in, DeviceProblem& d, nlohmann::json* d
   }
   return [bwd, pack, ws](cudaStream_t s) mutable { execute(*bwd, pack, ws, s); };
 }
+
+}  // namespace
+
+bool cudnn_decode_supports(std::int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+StreamFn bind_cudnn_decode(const DecodeTensors& t, std::int64_t batch, std::int64_t kv_len, std::int64_t heads,
+                           std::int64_t kv_heads, std::int64_t head_dim, DeviceProblem& d,
+                           nlohmann::json* details) {
+  const Dims a{batch, 1, kv_len, heads, kv_heads, head_dim, false};
+  auto g = cached_graph(Pass::Forward, a);
+  void* ws = workspace_of(d, *g);
+  std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<bf16*>(t.q)},
+                                               {kK, const_cast<bf16*>(t.k)},
+                                               {kV, const_cast<bf16*>(t.v)},
+                                               {kO, t.o}};
+  if (details) {
+    *details = graph_details(*g);
+    (*details)["kernel"] = "cuDNN SDPA forward, query length 1 (BF16, FP32 softmax), inference (no statistics)";
+  }
+  return [g, pack, ws](cudaStream_t s) mutable { execute(*g, pack, ws, s); };
+}
+
+namespace {
 
 class CudnnAttentionBackend : public CudaBackend {
  public:
