@@ -104,54 +104,58 @@ class GpuQuant : public ::testing::Test {
   }
 };
 
+// Two shapes: rows of 48 vectors, and of 272 (at least a CTA's 256 threads: the 16×16 decoder
+// walks a thread's vectors along their rows, across a row's end at varying columns).
 TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
-  const std::int64_t rows = 64, cols = 384;
-  const Input in(rows, cols, 7);
-  ASSERT_FALSE(HasFailure());  // the upload
-  const auto& x = in.x;
-  const auto& xf = in.xf;
-  const auto& dx = in.dx;
-  for (const Format& f : kFormats)
-    for (bool rht : {false, true}) {
-      SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : "") + (rht ? " rht" : ""));
-      cpu::QuantizedTensor q;
-      q.precision = f.precision, q.rows = rows, q.cols = cols, q.block2d = f.block2d;
-      q.allocate();
-      cpu::quantize(xf.data(), q, {rht, false, 1});
-      GpuQuantized g(f.gpu, rows, cols);
-      cuda::quantize_bf16(dx.p, g.ref(), rows, cols, f.gpu, {rht, false, 1}, g.workspace.p, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols),
-                        ns = cuda::quant_scale_bytes(f.gpu, rows, cols);
-      ASSERT_EQ(nc, q.values.bytes());
-      EXPECT_EQ(g.codes.host(nc),
-                std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.values.data()),
-                                          static_cast<std::uint8_t*>(q.values.data()) + nc));
-      if (ns) {
-        ASSERT_EQ(ns, std::size_t(q.scale_count()));
-        EXPECT_EQ(g.scales.host(ns),
-                  std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.scales.data()),
-                                            static_cast<std::uint8_t*>(q.scales.data()) + ns));
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{64, 384}, {32, 2176}}) {
+    const Input in(rows, cols, 7);
+    ASSERT_FALSE(HasFailure());  // the upload
+    const auto& x = in.x;
+    const auto& xf = in.xf;
+    const auto& dx = in.dx;
+    for (const Format& f : kFormats)
+      for (bool rht : {false, true}) {
+        SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : "") + (rht ? " rht" : "") + " " +
+                     std::to_string(rows) + "x" + std::to_string(cols));
+        cpu::QuantizedTensor q;
+        q.precision = f.precision, q.rows = rows, q.cols = cols, q.block2d = f.block2d;
+        q.allocate();
+        cpu::quantize(xf.data(), q, {rht, false, 1});
+        GpuQuantized g(f.gpu, rows, cols);
+        cuda::quantize_bf16(dx.p, g.ref(), rows, cols, f.gpu, {rht, false, 1}, g.workspace.p, nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols),
+                          ns = cuda::quant_scale_bytes(f.gpu, rows, cols);
+        ASSERT_EQ(nc, q.values.bytes());
+        EXPECT_EQ(g.codes.host(nc),
+                  std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.values.data()),
+                                            static_cast<std::uint8_t*>(q.values.data()) + nc));
+        if (ns) {
+          ASSERT_EQ(ns, std::size_t(q.scale_count()));
+          EXPECT_EQ(g.scales.host(ns),
+                    std::vector<std::uint8_t>(static_cast<std::uint8_t*>(q.scales.data()),
+                                              static_cast<std::uint8_t*>(q.scales.data()) + ns));
+        }
+        if (f.gpu != cuda::QuantFormat::Mxfp4) {
+          EXPECT_EQ(g.tensor_scale.host(1)[0], q.tensor_scale);
+        }
+        // Decoders: BF16 and FP32 bits equal the CPU's.
+        const std::size_t n = x.size();
+        Dev<__nv_bfloat16> y16(n);
+        Dev<float> y32(n);
+        cuda::dequantize_to_bf16(g.ref(), y16.p, rows, cols, f.gpu, nullptr);
+        cuda::dequantize_to_f32(g.ref(), y32.p, rows, cols, f.gpu, nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<std::uint16_t> want16(n), got16(n);
+        std::vector<float> want32(n);
+        cpu::dequantize(q, want16.data());
+        cpu::dequantize(q, want32.data());
+        ASSERT_EQ(cudaMemcpy(got16.data(), y16.p, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(got16, want16);
+        const auto got32 = y32.host(n);
+        EXPECT_EQ(std::memcmp(got32.data(), want32.data(), n * 4), 0);
       }
-      if (f.gpu != cuda::QuantFormat::Mxfp4) {
-        EXPECT_EQ(g.tensor_scale.host(1)[0], q.tensor_scale);
-      }
-      // Decoders: BF16 and FP32 bits equal the CPU's.
-      const std::size_t n = x.size();
-      Dev<__nv_bfloat16> y16(n);
-      Dev<float> y32(n);
-      cuda::dequantize_to_bf16(g.ref(), y16.p, rows, cols, f.gpu, nullptr);
-      cuda::dequantize_to_f32(g.ref(), y32.p, rows, cols, f.gpu, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      std::vector<std::uint16_t> want16(n), got16(n);
-      std::vector<float> want32(n);
-      cpu::dequantize(q, want16.data());
-      cpu::dequantize(q, want32.data());
-      ASSERT_EQ(cudaMemcpy(got16.data(), y16.p, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-      EXPECT_EQ(got16, want16);
-      const auto got32 = y32.host(n);
-      EXPECT_EQ(std::memcmp(got32.data(), want32.data(), n * 4), 0);
-    }
+  }
 }
 
 // A tensor so small that some block scales are under 2^-128: their RN(1/S) overflows, and every

@@ -739,6 +739,12 @@ __device__ __forceinline__ float fp8_value(std::uint8_t b) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(b, F == QuantFormat::Fp8E4m3 ? __NV_E4M3 : __NV_E5M2)));
 }
 
+// The scale of a 16×16 tile for the vector at (row, c): c counts vectors of 8 values in the row.
+__device__ __forceinline__ float tile16_scale(const QuantTensorRef& q, std::int64_t row, std::int64_t c,
+                                              std::int64_t cols, float ts) {
+  return e4m3_value(__ldg(q.scales + (row / 16) * (cols / 16) + c / 2)) * ts;
+}
+
 template <QuantFormat F>
 __device__ __forceinline__ float decode_scale(const QuantTensorRef& q, std::int64_t v, std::int64_t cols,
                                               float ts) {
@@ -767,7 +773,10 @@ __device__ __forceinline__ float decode_scale(const QuantTensorRef& q, std::int6
 // only 4 (FP4) or 8 (FP8) bytes, too few in flight per thread to stream HBM one at a time.
 constexpr int kDecodeVectorsPerThread = 4;
 
-template <QuantFormat F, class Out>
+// 16×16 tiles (`Walk`, rows of at least kThreads vectors): a thread's vectors lie kThreads apart,
+// so one division places the first and each next one moves along its row, into the next row at
+// most once; a division per vector put its scale load behind a chain of some 20 instructions.
+template <QuantFormat F, class Out, bool Walk = false>
 __global__ void __launch_bounds__(kThreads)
     dequantize_kernel(QuantTensorRef q, Out* out, std::int64_t n, std::int64_t cols) {
   const std::int64_t nvec = n / 8;
@@ -775,15 +784,29 @@ __global__ void __launch_bounds__(kThreads)
   const float ts = F == QuantFormat::Mxfp4 ? 1.0f : __ldg(q.tensor_scale);
   uint2 raw[kDecodeVectorsPerThread];
   float scale[kDecodeVectorsPerThread];
+  [[maybe_unused]] const std::int64_t cv = cols / 8;
+  [[maybe_unused]] std::int64_t row = 0, c = 0;
+  if constexpr (Walk) {
+    row = base < (std::int64_t(1) << 32) && cv < (std::int64_t(1) << 32)
+              ? std::int64_t(std::uint32_t(base) / std::uint32_t(cv))
+              : base / cv;
+    c = base - row * cv;
+  }
 #pragma unroll
   for (int u = 0; u < kDecodeVectorsPerThread; ++u) {
     const std::int64_t v = base + u * kThreads;
+    if constexpr (Walk) {
+      if (u > 0 && (c += kThreads) >= cv) c -= cv, ++row;
+    }
     if (v >= nvec) continue;
     if constexpr (is_fp8(F))
       raw[u] = __ldcs(reinterpret_cast<const uint2*>(q.codes) + v);
     else
       raw[u].x = __ldcs(reinterpret_cast<const std::uint32_t*>(q.codes) + v);
-    scale[u] = decode_scale<F>(q, v, cols, ts);
+    if constexpr (Walk)
+      scale[u] = tile16_scale(q, row, c, cols, ts);
+    else
+      scale[u] = decode_scale<F>(q, v, cols, ts);
   }
 #pragma unroll
   for (int u = 0; u < kDecodeVectorsPerThread; ++u) {
@@ -954,7 +977,10 @@ void launch_decode(QuantTensorRef q, Out* out, std::int64_t rows, std::int64_t c
       dequantize_kernel<QuantFormat::Nvfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
       break;
     case QuantFormat::Nvfp4Tile16:
-      dequantize_kernel<QuantFormat::Nvfp4Tile16><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      if (cols / 8 >= kThreads)
+        dequantize_kernel<QuantFormat::Nvfp4Tile16, Out, true><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
+      else
+        dequantize_kernel<QuantFormat::Nvfp4Tile16><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
       break;
     case QuantFormat::Mxfp4:
       dequantize_kernel<QuantFormat::Mxfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
