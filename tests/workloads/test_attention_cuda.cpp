@@ -1,6 +1,7 @@
 // Fused attention on the GPU: cuDNN SDPA forward and backward ("cuda.cudnn", where cuDNN was
-// found; its FP8 E4M3 forward and backward too) and decode ("cuda.decode": cuDNN's SDPA with one query
-// token and our split-KV kernel, each checked, the faster timed) against the catalogue's FP64 reference on random data with poisoned outputs: causal and not, GQA, head dims 64 and 128,
+// found; its FP8 E4M3 forward and backward too) and decode ("cuda.decode": cuDNN's SDPA with one
+// query token and our split-KV kernel, each checked, the faster timed) against the catalogue's FP64
+// reference on random data with poisoned outputs: causal and not, GQA, head dims 64 and 128,
 // decode chunkings with one and several splits (chosen, and given by the shape) and every heads-per-block
 // path. The unfused path (cuda.unfused) runs the same prefill cases through its backend directly, since the
 // fused one wins the registry's choice. Runs only where a GPU is present; bench/attention_vs_pytorch.sh also
@@ -61,7 +62,7 @@ std::string describe(const OpInstance& i) {
 }
 }  // namespace
 
-TEST(AttentionCuda, FusedAttentionRunsOnCudnnAndDecodeOnSplitKv) {
+TEST(AttentionCuda, FusedAttentionRunsOnCudnnAndDecodeOnCudaDecode) {
 #if RAFTER_HAVE_CUDNN
   const std::string fused = "cuda.cudnn", backward = "cuda.cudnn";
 #else
@@ -125,7 +126,8 @@ TEST(AttentionCuda, FusedAttentionMatchesTheReference) {
       const auto& cand = r.details.at("decode").at("candidates");
       const auto& ours = cand.at("splitkv");
       EXPECT_TRUE(ours.at("check").value("passed", false)) << describe(i);
-      EXPECT_EQ(ours.at("details").value("tensor_cores", false), i.shape.at("heads") == 8 * i.shape.at("kv_heads"))
+      EXPECT_EQ(ours.at("details").value("tensor_cores", false),
+                i.shape.at("heads") == 8 * i.shape.at("kv_heads"))
           << describe(i);
       if (i.shape.count("splits")) {
         EXPECT_EQ(ours.at("details").value("splits", 0), i.shape.at("splits"));

@@ -3,10 +3,11 @@
 // out, FP32 softmax and accumulation; causal or not; GQA (K/V with fewer heads); head dim 64, 128.
 // Decode (attention_decode: one query token per sequence against a BF16 KV cache) runs the same
 // forward with a query length of 1, for cuda.decode (decode_attention_backend.cpp), which weighs it
-// against our split-KV kernel. FP8 E4M3 forward and backward (sdpa_fp8 / sdpa_fp8_backward, Hopper and later, cuDNN 9.1+): Q, K,
-// V, O, dO, dQ, dK and dV in E4M3 with per-tensor descale/scale factors as device scalars, the
-// softmax probabilities scaled by 448 into E4M3, each amax written back; the backward's output and
-// dP scales set from the amax of an untimed first call (current scaling).
+// against our split-KV kernel. FP8 E4M3 forward and backward (sdpa_fp8 / sdpa_fp8_backward, Hopper
+// and later, cuDNN 9.1+): Q, K, V, O, dO, dQ, dK and dV in E4M3 with per-tensor descale/scale
+// factors as device scalars, the softmax probabilities scaled by 448 into E4M3, each amax written
+// back; the backward's output and dP scales set from the amax of an untimed first call (current
+// scaling).
 // Q/O [b, s, h, d] and K/V [b, s, hkv, d] are handed to cuDNN in place, as [b, h, s, d] views
 // through their strides. A graph is built once per (pass, shape) and cached for the process: a
 // suite asks for the same shapes again and again, and building takes far longer than running.
@@ -15,6 +16,7 @@
 // otherwise bring its bundled copy (another inline ABI namespace) into this file's OperatorRecord
 // and into bind_cudnn_decode's signature.
 #include "cudnn_attention.hpp"
+
 #include "device_problem.hpp"
 // clang-format off
 #include <cudnn.h>
@@ -79,8 +81,8 @@ constexpr int kFp8Scalars = kAmaxDP - kDescaleQ + 1;
 // smallest normal (2^-6) down to |O| ~ 2.4e-4.
 constexpr float kFp8ScaleS = 448.0f, kFp8ScaleO = 64.0f;
 
-using GraphKey =
-    std::tuple<Pass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+using GraphKey = std::tuple<Pass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                            std::int64_t, bool>;
 
 // s query tokens against kv key/value tokens per sequence (equal in prefill; 1 and kv_len in decode).
 struct Dims {
@@ -90,9 +92,14 @@ struct Dims {
 };
 
 Dims dims_of(const OpInstance& in) {
-  const std::int64_t s = shape_value(in, "seq");
-  return {shape_value(in, "batch"),    s, s, shape_value(in, "heads"), shape_value(in, "kv_heads"),
-          shape_value(in, "head_dim"), shape_value(in, "causal") != 0};
+  Dims a{};
+  a.b = shape_value(in, "batch");
+  a.s = a.kv = shape_value(in, "seq");
+  a.h = shape_value(in, "heads");
+  a.hkv = shape_value(in, "kv_heads");
+  a.d = shape_value(in, "head_dim");
+  a.causal = shape_value(in, "causal") != 0;
+  return a;
 }
 
 void check_fe(fe::error_t e, const char* what) {
@@ -230,7 +237,8 @@ void describe(fe::graph::Graph& g, Pass pass, const Dims& a) {
   if (pass != Pass::Backward) {
     auto opt = fe::graph::SDPA_attributes().set_name("sdpa").set_attn_scale(scale);
     opt.set_generate_stats(with_stats(pass));
-    if (a.causal) opt.set_causal_mask(true);  // causal only in prefill, q_len = kv_len: top-left and bottom-right agree
+    // Causal only in prefill, where q_len = kv_len: top-left and bottom-right agree.
+    if (a.causal) opt.set_causal_mask(true);
     auto [O, stats] = g.sdpa(Q, K, V, opt);
     as_output(O, kO, a.b, a.s, a.h, a.d);
     if (with_stats(pass)) stats_output(stats, a);
@@ -424,19 +432,18 @@ StreamFn bind_backward(const OpInstance& in, DeviceProblem& d, nlohmann::json* d
 
 bool cudnn_decode_supports(std::int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
-StreamFn bind_cudnn_decode(const DecodeTensors& t, std::int64_t batch, std::int64_t kv_len, std::int64_t heads,
-                           std::int64_t kv_heads, std::int64_t head_dim, DeviceProblem& d,
+StreamFn bind_cudnn_decode(const DecodeTensors& t, std::int64_t batch, std::int64_t kv_len,
+                           std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim, DeviceProblem& d,
                            nlohmann::json* details) {
   const Dims a{batch, 1, kv_len, heads, kv_heads, head_dim, false};
   auto g = cached_graph(Pass::Forward, a);
   void* ws = workspace_of(d, *g);
-  std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<bf16*>(t.q)},
-                                               {kK, const_cast<bf16*>(t.k)},
-                                               {kV, const_cast<bf16*>(t.v)},
-                                               {kO, t.o}};
+  std::unordered_map<std::int64_t, void*> pack{
+      {kQ, const_cast<bf16*>(t.q)}, {kK, const_cast<bf16*>(t.k)}, {kV, const_cast<bf16*>(t.v)}, {kO, t.o}};
   if (details) {
     *details = graph_details(*g);
-    (*details)["kernel"] = "cuDNN SDPA forward, query length 1 (BF16, FP32 softmax), inference (no statistics)";
+    (*details)["kernel"] =
+        "cuDNN SDPA forward, query length 1 (BF16, FP32 softmax), inference (no statistics)";
   }
   return [g, pack, ws](cudaStream_t s) mutable { execute(*g, pack, ws, s); };
 }

@@ -19,8 +19,8 @@ struct DecodeTensors {
 bool cudnn_decode_supports(std::int64_t head_dim);
 // cuDNN SDPA's forward with a query length of 1 on `t`; the graph is built once per shape and cached.
 // Throws InputError when cuDNN refuses the shape. `details` (if set): plan, workspace, versions.
-StreamFn bind_cudnn_decode(const DecodeTensors& t, std::int64_t batch, std::int64_t kv_len, std::int64_t heads,
-                           std::int64_t kv_heads, std::int64_t head_dim, DeviceProblem& d,
+StreamFn bind_cudnn_decode(const DecodeTensors& t, std::int64_t batch, std::int64_t kv_len,
+                           std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim, DeviceProblem& d,
                            nlohmann::json* details);
 
 }  // namespace rafter::workloads::cuda

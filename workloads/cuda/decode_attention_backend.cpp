@@ -45,8 +45,10 @@ DecodeTensors decode_tensors(const Dims& a, DeviceProblem& d) {
 
 StreamFn bind_splitkv(const OpInstance& in, const Dims& a, const DecodeTensors& t, DeviceProblem& d, int sms,
                       nlohmann::json* details) {
-  const DecodePlan plan = decode_attention_plan(a.b, a.kv, a.h, a.hkv, a.hd, sms, shape_value(in, "splits", 0));
-  auto* part = d.scratch(DType::F32, std::size_t(decode_attention_partial_floats(plan, a.b, a.h, a.hd))).as<float>();
+  const DecodePlan plan =
+      decode_attention_plan(a.b, a.kv, a.h, a.hkv, a.hd, sms, shape_value(in, "splits", 0));
+  auto* part =
+      d.scratch(DType::F32, std::size_t(decode_attention_partial_floats(plan, a.b, a.h, a.hd))).as<float>();
   if (details)
     *details = {
         {"splits", plan.splits},
@@ -59,7 +61,9 @@ StreamFn bind_splitkv(const OpInstance& in, const Dims& a, const DecodeTensors& 
                          "partials merged by a second kernel"
                        : "rafter split-KV decode: BF16 K/V streamed with 16-byte loads, FP32 online "
                          "softmax, partials merged by a second kernel"}};
-  return [=](cudaStream_t s) { decode_attention(t.q, t.k, t.v, t.o, part, plan, a.b, a.kv, a.h, a.hkv, a.hd, s); };
+  return [=](cudaStream_t s) {
+    decode_attention(t.q, t.k, t.v, t.o, part, plan, a.b, a.kv, a.h, a.hkv, a.hd, s);
+  };
 }
 
 StreamFn bind_kernel(Kernel k, const OpInstance& in, DeviceProblem& d, const DecodeTensors& t, int sms,
@@ -74,14 +78,19 @@ StreamFn bind_kernel(Kernel k, const OpInstance& in, DeviceProblem& d, const Dec
 std::vector<Kernel> candidates(const OpInstance& in) {
   std::vector<Kernel> out;
 #if RAFTER_HAVE_CUDNN
-  if (!in.shape.count("splits") && cudnn_decode_supports(shape_value(in, "head_dim", 0))) out.push_back(Kernel::Cudnn);
+  if (!in.shape.count("splits") && cudnn_decode_supports(shape_value(in, "head_dim", 0)))
+    out.push_back(Kernel::Cudnn);
 #endif
   out.push_back(Kernel::SplitKv);
   return out;
 }
 
 nlohmann::json check_json(const CheckResult& c) {
-  return {{"ran", c.ran}, {"passed", c.passed}, {"error", c.error}, {"tolerance", c.tolerance}, {"metric", c.metric}};
+  return {{"ran", c.ran},
+          {"passed", c.passed},
+          {"error", c.error},
+          {"tolerance", c.tolerance},
+          {"metric", c.metric}};
 }
 
 class DecodeBackend : public CudaBackend {
@@ -155,7 +164,7 @@ class DecodeBackend : public CudaBackend {
         rounds[k].push_back(time_operator(fns.at(k), quiet).seconds.median);
       for (const auto& [k, v] : rounds) cand[kernel_name(k)]["contest_seconds"] = v;
       chosen = fastest_wins_contest(rounds[Kernel::SplitKv], rounds[Kernel::Cudnn], 0.0) ? Kernel::SplitKv
-                                                                                           : Kernel::Cudnn;
+                                                                                         : Kernel::Cudnn;
       how = "fastest of four timings ordered ABBA (sum of medians)";
     }
 
