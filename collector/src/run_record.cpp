@@ -80,6 +80,15 @@ OverlapTotals overlap_totals(const Run& run) {
   return t;
 }
 
+json to_json(const CheckResult& c) {
+  return {{"ran", c.ran},
+          {"passed", c.passed},
+          {"error", c.error},
+          {"tolerance", c.tolerance},
+          {"metric", c.metric},
+          {"shape_note", c.shape_note}};
+}
+
 json to_json(const OperatorRecord& r) {
   json bytes = json::array();
   for (const auto& b : r.bytes) {
@@ -101,8 +110,7 @@ json to_json(const OperatorRecord& r) {
             {"flops", r.flops},
             {"bytes", bytes},
             {"compulsory_bytes", r.compulsory_bytes},
-            {"check", {{"ran", r.check.ran}, {"passed", r.check.passed}, {"error", r.check.error},
-                       {"tolerance", r.check.tolerance}, {"metric", r.check.metric}, {"shape_note", r.check.shape_note}}},
+            {"check", to_json(r.check)},
             {"clocks", {{"core_hz_before", r.clocks.core_hz_before}, {"core_hz_after", r.clocks.core_hz_after},
                         {"memory_hz_before", r.clocks.memory_hz_before}, {"memory_hz_after", r.clocks.memory_hz_after},
                         {"throttled", r.clocks.throttled}}},

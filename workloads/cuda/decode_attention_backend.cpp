@@ -85,14 +85,6 @@ std::vector<Kernel> candidates(const OpInstance& in) {
   return out;
 }
 
-nlohmann::json check_json(const CheckResult& c) {
-  return {{"ran", c.ran},
-          {"passed", c.passed},
-          {"error", c.error},
-          {"tolerance", c.tolerance},
-          {"metric", c.metric}};
-}
-
 class DecodeBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.decode"; }
@@ -131,7 +123,7 @@ class DecodeBackend : public CudaBackend {
         continue;
       }
       if (ctx.check) {
-        cand[kernel_name(k)]["check"] = check_json(r.check);
+        cand[kernel_name(k)]["check"] = to_json(r.check);
         checks[k] = r.check;
         if (!r.check.passed) continue;  // a kernel that fails its check is not timed
       }

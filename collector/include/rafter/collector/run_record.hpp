@@ -125,6 +125,7 @@ struct OverlapTotals {
 };
 OverlapTotals overlap_totals(const Run& run);
 
+nlohmann::json to_json(const CheckResult& c);  // as the record's "check" field
 nlohmann::json to_json(const OperatorRecord& r);
 nlohmann::json to_json(const Run& r);
 Run run_from_json(const nlohmann::json& j, std::string_view origin = "run.json");
