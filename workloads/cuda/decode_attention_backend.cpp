@@ -163,11 +163,7 @@ class DecodeBackend : public CudaBackend {
     record.status = RecordStatus::Ok;
     if (ctx.check) {
       record.check = checks.at(chosen);
-      if (!record.check.passed) {
-        record.status = RecordStatus::Invalid;
-        record.note = fmt::format("check failed ({}): {} {:.3g} > tolerance {:.3g}", kernel_name(chosen),
-                                  record.check.metric, record.check.error, record.check.tolerance);
-      }
+      mark_failed_check(record, kernel_name(chosen));
     }
     time_into_record(fns.at(chosen), ctx, record);
     record.details["decode"] = {{"kernel", kernel_name(chosen)}, {"choice", how}, {"candidates", cand}};

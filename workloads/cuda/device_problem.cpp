@@ -72,17 +72,21 @@ void check_on_device(const OpInstance& inst, const ExecContext& ctx, const BindF
   }
 }
 
+void mark_failed_check(OperatorRecord& record, std::string_view label) {
+  if (record.check.passed) return;
+  record.status = RecordStatus::Invalid;
+  record.note = fmt::format("check failed{}: {} {:.3g} > tolerance {:.3g}",
+                            label.empty() ? std::string() : fmt::format(" ({})", label), record.check.metric,
+                            record.check.error, record.check.tolerance);
+}
+
 void check_and_time(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record,
                     const std::function<void()>& after_timing) {
   require_gpu(ctx.device);
   record.status = RecordStatus::Ok;
   if (ctx.check) {
     check_on_device(inst, ctx, bind, record);
-    if (!record.check.passed) {
-      record.status = RecordStatus::Invalid;
-      record.note = fmt::format("check failed: {} {:.3g} > tolerance {:.3g}", record.check.metric,
-                                record.check.error, record.check.tolerance);
-    }
+    mark_failed_check(record);
   }
   DeviceProblem full(nullptr, ctx.seed + 1);
   StreamFn launch = bind(inst, full);

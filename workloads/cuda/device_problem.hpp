@@ -4,6 +4,7 @@
 #pragma once
 #include <deque>
 #include <string>
+#include <string_view>
 
 #include "cuda_util.hpp"
 #include "op_timer.hpp"
@@ -63,6 +64,9 @@ class CudaBackend : public Backend {
 // returns the launch), comparing with the FP64 reference; fills record.check.
 using BindFn = std::function<StreamFn(const OpInstance&, DeviceProblem&)>;
 void check_on_device(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record);
+// Marks `record` Invalid with a one-line note when its check failed; `label` (if any)
+// names what failed, in parentheses after "check failed".
+void mark_failed_check(OperatorRecord& record, std::string_view label = {});
 // check (unless ctx.check is off), then timing at full size with random data; sets status.
 // `after_timing` runs while the full-size tensors are still alive (e.g. to time pieces).
 void check_and_time(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record,

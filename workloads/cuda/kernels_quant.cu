@@ -740,6 +740,14 @@ __device__ __forceinline__ float fp8_value(std::uint8_t b) {
 }
 
 // The scale of a 16×16 tile for the vector at (row, c): c counts vectors of 8 values in the row.
+// The row of vector v in rows of cv vectors, by a 32-bit division where both fit (a 64-bit one is
+// a subroutine of some 70 instructions).
+__device__ __forceinline__ std::int64_t vector_row(std::int64_t v, std::int64_t cv) {
+  return v < (std::int64_t(1) << 32) && cv < (std::int64_t(1) << 32)
+             ? std::int64_t(std::uint32_t(v) / std::uint32_t(cv))
+             : v / cv;
+}
+
 __device__ __forceinline__ float tile16_scale(const QuantTensorRef& q, std::int64_t row, std::int64_t c,
                                               std::int64_t cols, float ts) {
   return e4m3_value(__ldg(q.scales + (row / 16) * (cols / 16) + c / 2)) * ts;
@@ -751,19 +759,11 @@ __device__ __forceinline__ float decode_scale(const QuantTensorRef& q, std::int6
   if constexpr (is_fp8(F)) {
     return ts;
   } else {
-    std::int64_t s = 0;
     if constexpr (F == QuantFormat::Nvfp4Tile16) {
-      // The row by a 32-bit division where the tensor's vectors fit (a 64-bit one is a subroutine
-      // of some 70 instructions, per 8 values).
-      const std::int64_t cv = cols / 8;
-      const std::int64_t row = v < (std::int64_t(1) << 32) && cv < (std::int64_t(1) << 32)
-                                   ? std::int64_t(std::uint32_t(v) / std::uint32_t(cv))
-                                   : v / cv;
-      s = (row / 16) * (cols / 16) + (v - row * cv) / 2;
-    } else {
-      s = v * 8 / block_cols(F);
+      const std::int64_t cv = cols / 8, row = vector_row(v, cv);
+      return tile16_scale(q, row, v - row * cv, cols, ts);
     }
-    const std::uint32_t sb = __ldg(q.scales + s);
+    const std::uint32_t sb = __ldg(q.scales + v * 8 / block_cols(F));
     // E8M0: 2^(sb - 127) as float bits, sb << 23 (255: +inf, as ldexp gives); sb = 0 is 2^-127, subnormal.
     return F == QuantFormat::Mxfp4 ? __uint_as_float(sb ? sb << 23 : 0x00400000u) : e4m3_value(sb) * ts;
   }
@@ -787,9 +787,7 @@ __global__ void __launch_bounds__(kThreads)
   [[maybe_unused]] const std::int64_t cv = cols / 8;
   [[maybe_unused]] std::int64_t row = 0, c = 0;
   if constexpr (Walk) {
-    row = base < (std::int64_t(1) << 32) && cv < (std::int64_t(1) << 32)
-              ? std::int64_t(std::uint32_t(base) / std::uint32_t(cv))
-              : base / cv;
+    row = vector_row(base, cv);
     c = base - row * cv;
   }
 #pragma unroll
