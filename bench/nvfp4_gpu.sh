@@ -13,6 +13,7 @@
 # NCU_QUANT_ARGS adds ncu options, e.g. "--clock-control none --replay-mode application" for each
 # pass's duration at the GPU's own clocks, with L2 as the run before it left it (every pass reruns
 # rafter: raise NCU_QUANT_TIMEOUT, default 120 s).
+# Stage ncu: NCU_SHAPES (the decode GEMM's shapes) and NCU_ARGS (more ncu options, e.g. sections).
 # TEST_FILTER replaces the tests stage's gtest filter, MEMCHECK_FILTER its memcheck's (default the
 # decode GEMM's tests); QUANT_FILTER (bench/quant_vs_pytorch.py) the quantizer rows.
 set -uo pipefail
@@ -71,10 +72,12 @@ if has ncu_quant; then
   stamp "ncu_quant"
 fi
 
-# Nsight Compute on the decode GEMM at two shapes: where its time goes (speed of light, warp stalls).
+# Nsight Compute on the decode GEMM (NCU_SHAPES, default two shapes; NCU_ARGS adds ncu options): where
+# its time goes (speed of light, warp stalls).
 if has ncu; then
-  for shape in m=16,n=12288,k=4096 m=16,n=57344,k=8192; do
-    timeout 120 ncu --launch-skip 2 --launch-count 1 -k regex:decode --section SpeedOfLight \
+  for shape in ${NCU_SHAPES:-m=16,n=12288,k=4096 m=16,n=57344,k=8192}; do
+    # shellcheck disable=SC2086
+    timeout 120 ncu ${NCU_ARGS:-} --launch-skip 2 --launch-count 1 -k regex:decode --section SpeedOfLight \
       --section WarpStateStats --section Occupancy --section LaunchStats "$rafter" profile --device cuda --op gemm \
       --dtype nvfp4 --phase fwd --shape "$shape,batch=1" >"$out/ncu-$shape.txt" 2>&1
     echo "ncu $shape: exit $?"
