@@ -125,7 +125,7 @@ def table(args):
         if not ok:
             fails.append(row["name"])
         path = ((rec or {}).get("details") or {}).get("path", (rec or {}).get("note", "no record"))[:40]
-        share = f"{pct:.0f}%" if pct == pct else "-"
+        share = f"{pct:.1f}%" if pct == pct else "-"
         us = lambda t: f"{t * 1e6:.1f}" if t else "-"  # noqa: E731
         print(f"{row['name']:<28}{us(t4):>10}{us(t16):>10}{ratio:>7.2f}{target:>9}{share:>8}{us(te):>12}{us(tc):>9}"
               f"  {'yes' if ok else 'NO':<3} {path}")
