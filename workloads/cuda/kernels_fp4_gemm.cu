@@ -475,8 +475,8 @@ struct ActBatch {
 };
 
 template <int MT, Fp4Kind K>
-__device__ __forceinline__ void load_act_batch(const StreamArgs& p, std::int64_t batch, int it0, int nl, int first,
-                                               ActBatch<MT>& a) {
+__device__ __forceinline__ void load_act_batch(const StreamArgs& p, std::int64_t batch, int it0, int nl,
+                                               int first, ActBatch<MT>& a) {
   const std::int64_t bytes_per_row = p.k / 2, scales_per_row = p.k / block_values<K>();
 #pragma unroll
   for (int i = 0; i < kActBatch<MT>; ++i) {
@@ -526,8 +526,12 @@ __device__ __forceinline__ void store_act_batch(const StreamArgs& p, int nl, int
 // 115.7 → 120.9 µs) and at 4 and 8 tokens nothing.
 template <int MT>
 constexpr bool kSplitBarrier = MT >= 2;
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
 
 struct WeightSlot {
   uint4 v[4][2];   // rows g, g+8, g+16, g+24 of the warp; bytes q·32 … q·32+31 of the item
