@@ -85,6 +85,20 @@ std::vector<Kernel> candidates(const OpInstance& in) {
   return out;
 }
 
+// Runs f, a bind of kernel k. cuDNN refusing a shape (InputError from its graph build) drops it,
+// its reason under cand[k]["unavailable"] (false); our kernel's failure fails the record.
+template <class F>
+bool bound(Kernel k, nlohmann::json& cand, F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const InputError& e) {
+    if (k == Kernel::SplitKv) throw;
+    cand[kernel_name(k)]["unavailable"] = e.what();
+    return false;
+  }
+}
+
 class DecodeBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.decode"; }
@@ -105,11 +119,10 @@ class DecodeBackend : public CudaBackend {
     nlohmann::json cand = nlohmann::json::object();
     std::map<Kernel, CheckResult> checks;
     std::vector<Kernel> viable;
-    // Each candidate checked on the catalogue's check problem. cuDNN refusing a shape (InputError
-    // from its graph build) drops it with the reason; our kernel's failure fails the record.
+    // Each candidate checked on the catalogue's check problem.
     for (Kernel k : candidates(inst)) {
       OperatorRecord r;
-      try {
+      const bool ok = bound(k, cand, [&] {
         if (ctx.check)
           check_on_device(
               inst, ctx,
@@ -117,11 +130,8 @@ class DecodeBackend : public CudaBackend {
                 return bind_kernel(k, in, d, decode_tensors(Dims(in), d), sms, nullptr);
               },
               r);
-      } catch (const InputError& e) {
-        if (k == Kernel::SplitKv) throw;
-        cand[kernel_name(k)]["unavailable"] = e.what();
-        continue;
-      }
+      });
+      if (!ok) continue;
       if (ctx.check) {
         cand[kernel_name(k)]["check"] = to_json(r.check);
         checks[k] = r.check;
@@ -134,14 +144,8 @@ class DecodeBackend : public CudaBackend {
     DeviceProblem full(nullptr, ctx.seed + 1);
     const DecodeTensors t = decode_tensors(Dims(inst), full);
     std::map<Kernel, StreamFn> fns;
-    for (Kernel k : viable) {
-      try {
-        fns[k] = bind_kernel(k, inst, full, t, sms, &cand[kernel_name(k)]["details"]);
-      } catch (const InputError& e) {
-        if (k == Kernel::SplitKv) throw;
-        cand[kernel_name(k)]["unavailable"] = e.what();
-      }
-    }
+    for (Kernel k : viable)
+      bound(k, cand, [&] { fns[k] = bind_kernel(k, inst, full, t, sms, &cand[kernel_name(k)]["details"]); });
     RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
 
     Kernel chosen = fns.count(Kernel::Cudnn) ? Kernel::Cudnn : Kernel::SplitKv;

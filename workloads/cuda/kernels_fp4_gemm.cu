@@ -610,6 +610,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
 
   float acc[2][MT][4] = {};
   int rg_done = 0, item = 0, buf = 0;
+  auto red_buffer = [&](int b) { return red + b * MT * 8 * kRedStride; };
   auto write_partials = [&](float* rb) {
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
@@ -646,19 +647,19 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
     }
   };
   // Row group end: partial sums into this CTA's buffer red[buf], then the cluster barrier before
-  // the S buffers are summed. With a hot patch (whose W_hot rows are staged per group) the barrier
-  // is whole and the group is summed at once. Without, it is split: the CTA arrives and goes on
-  // with the next group, and waits only at that group's end, where it sums the previous group
-  // (the other buffer) before writing this one. The buffer written at group g was last read in
-  // group g − 2's sum, which every CTA finished before arriving at g − 1's barrier, whose wait
-  // comes before the write.
+  // the S buffers are summed. With a hot patch (whose W_hot rows are staged per group), and for
+  // MT = 1 (kSplitBarrier), the barrier is whole and the group is summed at once. Otherwise it is
+  // split: the CTA arrives and goes on with the next group, and waits only at that group's end,
+  // where it sums the previous group (the other buffer) before writing this one. The buffer
+  // written at group g was last read in group g − 2's sum, which every CTA finished before
+  // arriving at g − 1's barrier, whose wait comes before the write.
   const bool split = kSplitBarrier<MT> && p.hot_stride == 0;
   auto finish_group = [&] {
-    float* rb = red + buf * MT * 8 * kRedStride;
+    float* rb = red_buffer(buf);
     if (split) {
       if (rg_done > 0) {
         cluster_wait();
-        reduce_group(rg_done - 1, red + (buf ^ 1) * MT * 8 * kRedStride);
+        reduce_group(rg_done - 1, red_buffer(buf ^ 1));
       }
       write_partials(rb);
       cluster_arrive();
@@ -722,7 +723,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
   }
   if (split) {  // the last group
     cluster_wait();
-    reduce_group(rg_done - 1, red + (buf ^ 1) * MT * 8 * kRedStride);
+    reduce_group(rg_done - 1, red_buffer(buf ^ 1));
   }
   cluster.sync();  // no CTA leaves while another may still read its buffers
 }
