@@ -149,11 +149,13 @@ TEST(Fp4GemmCuda, DecodeKernelAndDequantizerMatchTheDefinition) {
 }
 
 // The hot-channel patch in both decode kernels' epilogue: staged by cp.async (hot % 8 = 0) or
-// copied (other widths), row groups in rounds, rows past n; the one-shot kernel at m > 32.
+// copied (other widths), row groups in rounds (with the whole and the split cluster barrier), rows
+// past n; the one-shot kernel at m > 32.
 TEST(Fp4GemmCuda, DecodeKernelWithItsHotPatch) {
   if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
   for (const char* p : {"nvfp4", "mxfp4"}) {
     check_decode_gemm(p, Shape4{3, 25600, 4096, 1}, 32);
+    check_decode_gemm(p, Shape4{16, 25600, 4096, 1}, 32);  // split barrier, W_hot double-buffered in rounds
     check_decode_gemm(p, Shape4{16, 208, 2048, 1}, 20);
     check_decode_gemm(p, Shape4{16, 1024, 8192, 1}, 112);
     check_decode_gemm(p, Shape4{40, 64, 1152, 1}, 24);

@@ -307,6 +307,9 @@ void launch_decode(const DecodeArgs& args, std::int64_t batch, cudaStream_t stre
 // group's rows for every token.
 // A warp owns 32 rows (two mma M tiles sharing each activation fragment). Shapes it does not fit
 // (K not a multiple of 256, or shared memory over budget: m > 32 mostly) take the kernel above.
+// Tried on the H100 and dropped: the weights in a per-warp ring in shared memory (cp.async or
+// cp.async.bulk, 8 warps a CTA, 2 CTAs an SM, no weight in registers) ran 6-69 % slower on every
+// 16-token row (bench/fp4_gemm_results.md, 2026-11-28).
 constexpr int kStreamWarps = 4;
 constexpr int kStreamRows = 32 * kStreamWarps;
 constexpr int kItem = 256;
@@ -328,10 +331,10 @@ struct StreamArgs {
 };
 
 // The hot-channel patch in the streaming kernel: R's m rows once, and the 128/S rows of W_hot that
-// a CTA finishes in each row group while the group is multiplied (cp.async, 16 bytes a copy where
-// hot % 8 = 0; about 1 KB at hot 32, so the cluster size stays what it is without), into shared
-// rows of hot_stride elements (hot rounded up to 8, zeros after hot, + 8: 16-byte reads by
-// consecutive rows hit distinct banks); the epilogue then sums R·W_hotᵀ from shared memory.
+// a CTA finishes in each row group, staged at the end of the group before (cp.async, 16 bytes a copy
+// where hot % 8 = 0; two buffers, about 2 KB at hot 32, so the cluster size stays what it is
+// without), into shared rows of hot_stride elements (hot rounded up to 8, zeros after hot, + 8:
+// 16-byte reads by consecutive rows hit distinct banks); the epilogue sums R·W_hotᵀ from there.
 int hot_stride(std::int64_t hot) { return hot > 0 ? int((hot + 7) / 8 * 8 + 8) : 0; }
 
 __device__ void stage_hot_rows(const bf16* src, std::int64_t hot, std::int64_t first, int rows,
@@ -549,7 +552,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
   bf16* act =
       reinterpret_cast<bf16*>(red + 2 * MT * 8 * kRedStride);  // [MT·8][act_stride]: FP16 bits for NVFP4
   bf16* hot_r = act + MT * 8 * p.act_stride;                   // [MT·8][hot_stride]
-  bf16* hot_w = hot_r + MT * 8 * p.hot_stride;                 // [this CTA's rows of a group][hot_stride]
+  bf16* hot_w = hot_r + MT * 8 * p.hot_stride;  // [2][this CTA's rows of a group][hot_stride]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int S = int(cluster.num_blocks()), rank = int(cluster.block_rank());
   const std::int64_t batch = blockIdx.z;
@@ -591,13 +594,17 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
   for (int s = 0; s < kStages; ++s) load(slot[s]);
   // Each CTA finishes rows [r0, r1) of every row group, for all m tokens.
   const int r0 = kStreamRows * rank / S, r1 = kStreamRows * (rank + 1) / S;
-  auto stage_hot_weights = [&](std::int64_t rg) {
-    stage_hot_rows(p.hot.w, p.hot.hot, batch * p.n + rg * kStreamRows + r0, r1 - r0, batch * p.n + p.n,
-                   p.hot_stride, hot_w);
+  // W_hot rows of the CTA's j-th row group, in buffer j % 2 (rows_per_cta rows apart).
+  const int rows_per_cta = (kStreamRows + S - 1) / S;
+  auto hot_w_rows = [&](int j) { return hot_w + (j % 2) * rows_per_cta * p.hot_stride; };
+  auto stage_hot_weights = [&](int j) {
+    const std::int64_t row0 = (blockIdx.x + std::int64_t(j) * gridDim.x) * kStreamRows;
+    stage_hot_rows(p.hot.w, p.hot.hot, batch * p.n + row0 + r0, r1 - r0, batch * p.n + p.n, p.hot_stride,
+                   hot_w_rows(j));
   };
   if (p.hot_stride > 0) {
     stage_hot_rows(p.hot.r, p.hot.hot, batch * p.m, int(p.m), batch * p.m + p.m, p.hot_stride, hot_r);
-    stage_hot_weights(blockIdx.x);
+    stage_hot_weights(0);
   }
   store_act_batch<MT, K>(p, nl, threadIdx.x, act0, act);
   for (int first = threadIdx.x + kActBatch<MT> * kStreamWarps * 32; first < MT * 8 * nl * 8;
@@ -642,22 +649,32 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
       }
       float v = p.alpha * (sum * kStreamUnfold<K>);
       if (p.hot_stride > 0)
-        v += hot_dot(hot_r + token * p.hot_stride, hot_w + (row - r0) * p.hot_stride, p.hot.hot);
+        v += hot_dot(hot_r + token * p.hot_stride, hot_w_rows(rg) + (row - r0) * p.hot_stride, p.hot.hot);
       p.c[(batch * p.m + token) * p.n + row0 + row] = __float2bfloat16(v);
     }
   };
   // Row group end: partial sums into this CTA's buffer red[buf], then the cluster barrier before
-  // the S buffers are summed. With a hot patch (whose W_hot rows are staged per group), and for
-  // MT = 1 (kSplitBarrier), the barrier is whole and the group is summed at once. Otherwise it is
-  // split: the CTA arrives and goes on with the next group, and waits only at that group's end,
-  // where it sums the previous group (the other buffer) before writing this one. The buffer
-  // written at group g was last read in group g − 2's sum, which every CTA finished before
-  // arriving at g − 1's barrier, whose wait comes before the write.
-  const bool split = kSplitBarrier<MT> && p.hot_stride == 0;
+  // the S buffers are summed. For MT = 1 (kSplitBarrier) the barrier is whole and the group is
+  // summed at once. Otherwise it is split: the CTA arrives and goes on with the next group, and
+  // waits only at that group's end, where it sums the previous group (the other buffer) before
+  // writing this one. The buffer written at group g was last read in group g − 2's sum, which
+  // every CTA finished before arriving at g − 1's barrier, whose wait comes before the write.
+  // The hot patch's W_hot rows of group g + 1 are staged (cp.async, one commit group per row
+  // group end, empty after the last) into buffer (g + 1) % 2 once group g − 1's sum, which read
+  // that buffer, is done; group g's rows are awaited (all but the newest commit group) where
+  // group g is summed.
+  const bool split = kSplitBarrier<MT>;
+  auto hot_rows_landed = [&] {
+    if (p.hot_stride > 0) {
+      dev::cp_async_wait<1>();
+      __syncthreads();  // every thread's copies, visible to all
+    }
+  };
   auto finish_group = [&] {
     float* rb = red_buffer(buf);
     if (split) {
       if (rg_done > 0) {
+        hot_rows_landed();
         cluster_wait();
         reduce_group(rg_done - 1, red_buffer(buf ^ 1));
       }
@@ -671,9 +688,13 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
     }
     buf ^= 1;
     ++rg_done;
-    if (p.hot_stride > 0 && rg_done < nrg) {  // the next group's W_hot rows, once every thread read these
-      __syncthreads();
-      stage_hot_weights(blockIdx.x + std::int64_t(rg_done) * gridDim.x);
+    if (p.hot_stride > 0) {
+      if (rg_done < nrg) {  // the next group's W_hot rows, once every thread read the buffer's last
+        __syncthreads();
+        stage_hot_weights(rg_done);
+      } else {
+        dev::cp_async_commit();
+      }
     }
   };
 
@@ -722,6 +743,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
     }
   }
   if (split) {  // the last group
+    hot_rows_landed();
     cluster_wait();
     reduce_group(rg_done - 1, red_buffer(buf ^ 1));
   }
@@ -731,7 +753,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
 // Shared memory a CTA of the streaming kernel needs for nl items per CTA.
 int stream_smem_bytes(int mt, int nl, std::int64_t hot, int cluster) {
   return 2 * mt * 8 * kRedStride * int(sizeof(float)) + mt * 8 * (nl * kItem + 16) * int(sizeof(bf16)) +
-         (mt * 8 + (kStreamRows + cluster - 1) / cluster) * hot_stride(hot) * int(sizeof(bf16));
+         (mt * 8 + 2 * ((kStreamRows + cluster - 1) / cluster)) * hot_stride(hot) * int(sizeof(bf16));
 }
 
 // The smallest power-of-two cluster whose K slice fits the shared-memory budget and that gives
