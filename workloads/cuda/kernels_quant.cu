@@ -739,7 +739,6 @@ __device__ __forceinline__ float fp8_value(std::uint8_t b) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(b, F == QuantFormat::Fp8E4m3 ? __NV_E4M3 : __NV_E5M2)));
 }
 
-// The scale of a 16×16 tile for the vector at (row, c): c counts vectors of 8 values in the row.
 // The row of vector v in rows of cv vectors, by a 32-bit division where both fit (a 64-bit one is
 // a subroutine of some 70 instructions).
 __device__ __forceinline__ std::int64_t vector_row(std::int64_t v, std::int64_t cv) {
@@ -748,6 +747,7 @@ __device__ __forceinline__ std::int64_t vector_row(std::int64_t v, std::int64_t 
              : v / cv;
 }
 
+// The scale of a 16×16 tile for the vector at (row, c): c counts vectors of 8 values in the row.
 __device__ __forceinline__ float tile16_scale(const QuantTensorRef& q, std::int64_t row, std::int64_t c,
                                               std::int64_t cols, float ts) {
   return e4m3_value(__ldg(q.scales + (row / 16) * (cols / 16) + c / 2)) * ts;
