@@ -15,7 +15,9 @@
 # rafter: raise NCU_QUANT_TIMEOUT, default 120 s).
 # Stage ncu: NCU_SHAPES (the decode GEMM's shapes) and NCU_ARGS (more ncu options, e.g. sections).
 # TEST_FILTER replaces the tests stage's gtest filter, MEMCHECK_FILTER its memcheck's (default the
-# decode GEMM's tests); QUANT_FILTER (bench/quant_vs_pytorch.py) the quantizer rows.
+# decode GEMM's tests); RACECHECK_FILTER adds a racecheck run over those tests; QUANT_FILTER
+# (bench/quant_vs_pytorch.py) the quantizer rows. Stage hot (not in the default): the hot patch's
+# share of its decode GEMM on the eight 7B/70B linears.
 set -uo pipefail
 build=${1:-build-dev}
 out=/tmp/nvfp4
@@ -40,7 +42,37 @@ if has tests; then
     --gtest_filter="${MEMCHECK_FILTER:-Fp4GemmCuda.DecodeKernel*}" >"$out/memcheck_fp4.log" 2>&1
   echo "compute-sanitizer memcheck (${MEMCHECK_FILTER:-Fp4GemmCuda.DecodeKernel*}): exit $?"
   grep -E "ERROR SUMMARY" "$out/memcheck_fp4.log"
+  if [ -n "${RACECHECK_FILTER:-}" ]; then
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 3 "$build/tests/test_workloads" \
+      --gtest_filter="$RACECHECK_FILTER" >"$out/racecheck_fp4.log" 2>&1
+    echo "compute-sanitizer racecheck ($RACECHECK_FILTER): exit $?"
+    grep -E "RACECHECK SUMMARY|ERROR SUMMARY" "$out/racecheck_fp4.log"
+  fi
   stamp "tests"
+fi
+
+# The hot-channel patch's cost (stage hot, not in the default): the eight Llama-2 7B/70B linears at
+# HOT_TOKENS (16) tokens with the recipe's HOT (32) channels, HOT_ROUNDS (2) rounds; each record
+# times its GEMM with the patch and the same GEMM without it (details.hot_patch).
+if has hot; then
+  for round in $(seq "${HOT_ROUNDS:-2}"); do
+    for row in 7b_qkv:12288:4096 7b_o_proj:4096:4096 7b_gate_up:22016:4096 7b_down:4096:11008 \
+      70b_qkv:10240:8192 70b_o_proj:8192:8192 70b_gate_up:57344:8192 70b_down:8192:28672; do
+      IFS=: read -r name n k <<<"$row"
+      f="$out/hot-$name-$round.json"
+      timeout 60 "$rafter" profile --device cuda --op gemm --dtype nvfp4 --phase fwd \
+        --shape "m=${HOT_TOKENS:-16},n=$n,k=$k,batch=1,hot=${HOT:-32}" -o "$f" >"$f.txt" 2>&1 ||
+        { echo "hot $name: exit $?"; tail -2 "$f.txt"; continue; }
+      python3 - "$f" "$name" "$round" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["records"][0]
+h = r["details"]["hot_patch"]
+print(f"hot patch {sys.argv[2]:<12} round {sys.argv[3]}: with {r['time']['value'] * 1e6:8.2f} us,"
+      f" without {h['gemm_without_patch_seconds'] * 1e6:8.2f} us, share {h['patch_share'] * 100:5.1f} %")
+PY
+    done
+  done
+  stamp "hot patch"
 fi
 
 if has quant; then

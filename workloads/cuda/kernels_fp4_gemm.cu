@@ -335,6 +335,9 @@ struct StreamArgs {
 // where hot % 8 = 0; two buffers, about 2 KB at hot 32, so the cluster size stays what it is
 // without), into shared rows of hot_stride elements (hot rounded up to 8, zeros after hot, + 8:
 // 16-byte reads by consecutive rows hit distinct banks); the epilogue sums R·W_hotᵀ from there.
+// Tried on the H100 and dropped (2026-11-28): R·W_hotᵀ by BF16 mma in the warps that own each
+// 16-row tile, W_hot fetched per warp by cp.async or into registers. The patched GEMM was no faster,
+// and the register form cost the patch-free path registers (bench/fp4_gemm_results.md).
 int hot_stride(std::int64_t hot) { return hot > 0 ? int((hot + 7) / 8 * 8 + 8) : 0; }
 
 __device__ void stage_hot_rows(const bf16* src, std::int64_t hot, std::int64_t first, int rows,
