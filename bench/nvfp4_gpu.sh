@@ -55,9 +55,12 @@ fi
 # HOT_TOKENS (16) tokens with the recipe's HOT (32) channels, HOT_ROUNDS (2) rounds; each record
 # times its GEMM with the patch and the same GEMM without it (details.hot_patch).
 if has hot; then
+  # model_layer:n:k of the FP4 GEMM table's linears (bench/gpu_operators_vs_pytorch.py's LINEARS)
+  hot_rows=$(python3 -c 'import sys; sys.path.insert(0, "bench")
+from fp4_gemm_vs_pytorch import LAYERS, LINEARS
+print(" ".join(f"{m}_{l}:{n}:{k}" for m, l, n, k in LINEARS if l in LAYERS))')
   for round in $(seq "${HOT_ROUNDS:-2}"); do
-    for row in 7b_qkv:12288:4096 7b_o_proj:4096:4096 7b_gate_up:22016:4096 7b_down:4096:11008 \
-      70b_qkv:10240:8192 70b_o_proj:8192:8192 70b_gate_up:57344:8192 70b_down:8192:28672; do
+    for row in $hot_rows; do
       IFS=: read -r name n k <<<"$row"
       f="$out/hot-$name-$round.json"
       timeout 60 "$rafter" profile --device cuda --op gemm --dtype nvfp4 --phase fwd \
@@ -67,7 +70,7 @@ if has hot; then
 import json, sys
 r = json.load(open(sys.argv[1]))["records"][0]
 h = r["details"]["hot_patch"]
-print(f"hot patch {sys.argv[2]:<12} round {sys.argv[3]}: with {r['time']['value'] * 1e6:8.2f} us,"
+print(f"hot patch {sys.argv[2]:<16} round {sys.argv[3]}: with {r['time']['value'] * 1e6:8.2f} us,"
       f" without {h['gemm_without_patch_seconds'] * 1e6:8.2f} us, share {h['patch_share'] * 100:5.1f} %")
 PY
     done
