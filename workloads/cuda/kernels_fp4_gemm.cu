@@ -657,7 +657,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
     }
   };
   // Row group end: partial sums into this CTA's buffer red[buf], then the cluster barrier before
-  // the S buffers are summed. For MT = 1 (kSplitBarrier) the barrier is whole and the group is
+  // the S buffers are summed. For MT = 1 (kSplitBarrier false) the barrier is whole and the group is
   // summed at once. Otherwise it is split: the CTA arrives and goes on with the next group, and
   // waits only at that group's end, where it sums the previous group (the other buffer) before
   // writing this one. The buffer written at group g was last read in group g − 2's sum, which
