@@ -309,7 +309,10 @@ void launch_decode(const DecodeArgs& args, std::int64_t batch, cudaStream_t stre
 // (K not a multiple of 256, or shared memory over budget: m > 32 mostly) take the kernel above.
 // Tried on the H100 and dropped: the weights in a per-warp ring in shared memory (cp.async or
 // cp.async.bulk, 8 warps a CTA, 2 CTAs an SM, no weight in registers) ran 6-69 % slower on every
-// 16-token row (bench/fp4_gemm_results.md, 2026-11-28).
+// 16-token row; each row group's weights prefetched into L2 a group ahead, 7-20 % slower; four
+// weight slots in two pairs (no slot copied, one scoreboard wait per two items), up to 14 % slower
+// (bench/fp4_gemm_results.md, 2026-11-28). This kernel's speed follows ptxas's schedule: the same
+// source without the hot patch's (then dead) code ran up to 11 % slower at 194 registers.
 constexpr int kStreamWarps = 4;
 constexpr int kStreamRows = 32 * kStreamWarps;
 constexpr int kItem = 256;
@@ -337,7 +340,9 @@ struct StreamArgs {
 // 16-byte reads by consecutive rows hit distinct banks); the epilogue sums R·W_hotᵀ from there.
 // Tried on the H100 and dropped (2026-11-28): R·W_hotᵀ by BF16 mma in the warps that own each
 // 16-row tile, W_hot fetched per warp by cp.async or into registers. The patched GEMM was no faster,
-// and the register form cost the patch-free path registers (bench/fp4_gemm_results.md).
+// and the register form cost the patch-free path registers. In a kernel of its own: by mma on a
+// fifth warp (168 registers a thread, patched GEMM 2-20 % slower), or each thread's W_hot row
+// held in registers with no CTA barrier (patched times equal to these) (bench/fp4_gemm_results.md).
 int hot_stride(std::int64_t hot) { return hot > 0 ? int((hot + 7) / 8 * 8 + 8) : 0; }
 
 __device__ void stage_hot_rows(const bf16* src, std::int64_t hot, std::int64_t first, int rows,
