@@ -342,7 +342,8 @@ struct StreamArgs {
 // 16-row tile, W_hot fetched per warp by cp.async or into registers. The patched GEMM was no faster,
 // and the register form cost the patch-free path registers. In a kernel of its own: by mma on a
 // fifth warp (168 registers a thread, patched GEMM 2-20 % slower), or each thread's W_hot row
-// held in registers with no CTA barrier (patched times equal to these) (bench/fp4_gemm_results.md).
+// held in registers with no CTA barrier (patched times equal to these; in this kernel itself, both
+// paths 1-4 % slower) (bench/fp4_gemm_results.md).
 int hot_stride(std::int64_t hot) { return hot > 0 ? int((hot + 7) / 8 * 8 + 8) : 0; }
 
 __device__ void stage_hot_rows(const bf16* src, std::int64_t hot, std::int64_t first, int rows,
