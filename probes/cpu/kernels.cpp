@@ -36,20 +36,28 @@ bool always(const CpuFeatures&) { return true; }
 const StreamKernels& stream_kernels(const std::string& isa) {
   static const StreamKernels k512{"avx512",
                                   avx512::stream_load,
+                                  avx512::stream_load_pairs,
                                   avx512::stream_store,
                                   avx512::stream_nt_store,
                                   avx512::stream_copy,
                                   avx512::stream_triad};
   static const StreamKernels k256{"avx2",
                                   avx2::stream_load,
+                                  avx2::stream_load_pairs,
                                   avx2::stream_store,
                                   avx2::stream_nt_store,
                                   avx2::stream_copy,
                                   avx2::stream_triad};
-  static const StreamKernels k128{
-      "sse", sse::stream_load, sse::stream_store, sse::stream_nt_store, sse::stream_copy, sse::stream_triad};
+  static const StreamKernels k128{"sse",
+                                  sse::stream_load,
+                                  sse::stream_load_pairs,
+                                  sse::stream_store,
+                                  sse::stream_nt_store,
+                                  sse::stream_copy,
+                                  sse::stream_triad};
   static const StreamKernels k64{"scalar",
                                  scalar::stream_load,
+                                 scalar::stream_load_pairs,
                                  scalar::stream_store,
                                  scalar::stream_nt_store,
                                  scalar::stream_copy,

@@ -20,6 +20,9 @@ struct StreamKernels {
   std::string isa;
   // load: reads a[0..n); returns the XOR of all 64-bit words (a checksum the compiler cannot drop).
   std::uint64_t (*load)(const double* a, std::size_t n, int passes);
+  // load_pairs: the same checksum, the loads XORed in pairs first (two accumulators, not eight).
+  // Which form reads a level faster depends on the core; the bandwidth probe times both.
+  std::uint64_t (*load_pairs)(const double* a, std::size_t n, int passes);
   // store: a[i] = value.  nt_store: the same with non-temporal (streaming) stores.
   void (*store)(double* a, std::size_t n, double value, int passes);
   void (*nt_store)(double* a, std::size_t n, double value, int passes);

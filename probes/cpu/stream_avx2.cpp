@@ -16,6 +16,8 @@ struct Avx2 {
   static I xor_load(I acc, const double* p) {
     return _mm256_xor_si256(acc, _mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  static I load_i(const double* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I xor_i(I a, I b) { return _mm256_xor_si256(a, b); }
   static std::uint64_t fold(I x) {
     alignas(32) std::uint64_t w[4];
     _mm256_store_si256(reinterpret_cast<__m256i*>(w), x);

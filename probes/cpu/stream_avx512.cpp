@@ -14,6 +14,8 @@ struct Avx512 {
   static constexpr std::size_t lanes = 8;
   static I zero() { return _mm512_setzero_si512(); }
   static I xor_load(I acc, const double* p) { return _mm512_xor_si512(acc, _mm512_load_si512(p)); }
+  static I load_i(const double* p) { return _mm512_load_si512(p); }
+  static I xor_i(I a, I b) { return _mm512_xor_si512(a, b); }
   static std::uint64_t fold(I x) {
     alignas(64) std::uint64_t w[8];
     _mm512_store_si512(reinterpret_cast<__m512i*>(w), x);

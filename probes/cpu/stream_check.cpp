@@ -42,6 +42,8 @@ std::string check_stream_kernels(const StreamKernels& k, std::size_t n) {
   fill_random(c.data(), n, rng);
   // load: odd pass counts XOR to the single-pass checksum, even ones to zero.
   if (k.load(b.data(), n, 3) != xor_reference(b.data(), n)) return k.isa + " load: checksum differs";
+  if (k.load_pairs(b.data(), n, 3) != xor_reference(b.data(), n))
+    return k.isa + " load_pairs: checksum differs";
   const double value = 0.123456789;
   for (auto store : {k.store, k.nt_store}) {
     poison(a.data(), n);

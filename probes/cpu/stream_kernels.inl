@@ -6,7 +6,8 @@
 //   (and 2 FLOPs per element for triad). n must be a multiple of 8 × V::lanes.
 //
 // V provides: I (integer register), D (double register), lanes (doubles per register),
-//   zero(), xor_load(I, const double*), fold(I) → xor of its 64-bit lanes,
+//   zero(), xor_load(I, const double*), load_i(const double*), xor_i(I, I), fold(I) → xor of its
+//   64-bit lanes,
 //   set1(double), load(const double*), store(double*, D), stream(double*, D), fence(),
 //   fma(D s, D c, D b) → s·c + b.
 // The load kernel XORs into independent integer accumulators: integer logic runs on more ports
@@ -37,6 +38,24 @@ struct StreamKernels {
     }
     return V::fold(x0) ^ V::fold(x1) ^ V::fold(x2) ^ V::fold(x3) ^ V::fold(x4) ^ V::fold(x5) ^ V::fold(x6) ^
            V::fold(x7);
+  }
+
+  // The same checksum with the loads XORed in pairs before they meet an accumulator: two
+  // loop-carried chains instead of eight, so fewer XORs wait on a slow load. On a Zen 4 VM it read
+  // the L3 about 10 % faster than `load` and the L2 up to half as fast; the probe times both.
+  static std::uint64_t load_pairs(const double* a, std::size_t n, int passes) {
+    typename V::I x0 = V::zero(), x1 = x0;
+    for (int p = 0; p < passes; ++p) {
+      for (std::size_t i = 0; i < n; i += kStep) {
+        const typename V::I t0 = V::xor_load(V::load_i(a + i + 0 * V::lanes), a + i + 1 * V::lanes);
+        const typename V::I t1 = V::xor_load(V::load_i(a + i + 2 * V::lanes), a + i + 3 * V::lanes);
+        const typename V::I t2 = V::xor_load(V::load_i(a + i + 4 * V::lanes), a + i + 5 * V::lanes);
+        const typename V::I t3 = V::xor_load(V::load_i(a + i + 6 * V::lanes), a + i + 7 * V::lanes);
+        x0 = V::xor_i(x0, V::xor_i(t0, t1));
+        x1 = V::xor_i(x1, V::xor_i(t2, t3));
+      }
+    }
+    return V::fold(x0) ^ V::fold(x1);
   }
 
   static void store(double* a, std::size_t n, double value, int passes) {
@@ -79,6 +98,9 @@ struct StreamKernels {
   namespace rafter::probes::cpu::ns {                                                               \
   std::uint64_t stream_load(const double* a, std::size_t n, int passes) {                           \
     return StreamKernels<V>::load(a, n, passes);                                                    \
+  }                                                                                                 \
+  std::uint64_t stream_load_pairs(const double* a, std::size_t n, int passes) {                     \
+    return StreamKernels<V>::load_pairs(a, n, passes);                                              \
   }                                                                                                 \
   void stream_store(double* a, std::size_t n, double v, int passes) {                               \
     StreamKernels<V>::store(a, n, v, passes);                                                       \

@@ -18,6 +18,8 @@ struct Scalar {
     std::memcpy(&u, p, sizeof u);
     return acc ^ u;
   }
+  static I load_i(const double* p) { return xor_load(0, p); }
+  static I xor_i(I a, I b) { return a ^ b; }
   static std::uint64_t fold(I x) { return x; }
   static D set1(double v) { return v; }
   static D load(const double* p) { return *p; }

@@ -17,6 +17,8 @@ struct Sse {
   static I xor_load(I acc, const double* p) {
     return _mm_xor_si128(acc, _mm_load_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  static I load_i(const double* p) { return _mm_load_si128(reinterpret_cast<const __m128i*>(p)); }
+  static I xor_i(I a, I b) { return _mm_xor_si128(a, b); }
   static std::uint64_t fold(I x) {
     alignas(16) std::uint64_t w[2];
     _mm_store_si128(reinterpret_cast<__m128i*>(w), x);

@@ -37,6 +37,8 @@ TEST(CpuKernels, LoadChecksumIsTheXorOfAllWords) {
     if (!cpu_has_isa(cpu_features(), isa)) continue;
     EXPECT_EQ(stream_kernels(isa).load(a.data(), 4096, 1), want) << isa;
     EXPECT_EQ(stream_kernels(isa).load(a.data(), 4096, 2), 0u) << isa;  // XOR twice cancels
+    EXPECT_EQ(stream_kernels(isa).load_pairs(a.data(), 4096, 1), want) << isa << " pairs";
+    EXPECT_EQ(stream_kernels(isa).load_pairs(a.data(), 4096, 3), want) << isa << " pairs";
   }
 }
 
