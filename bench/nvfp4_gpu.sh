@@ -56,15 +56,16 @@ fi
 # times its GEMM with the patch and the same GEMM without it (details.hot_patch). HOT=1% takes
 # that share of each linear's input channels instead (the issue's k: 41 at K 4096, 287 at 28672).
 if has hot; then
-  # model_layer:n:k of the FP4 GEMM table's linears (bench/gpu_operators_vs_pytorch.py's LINEARS)
-  hot_rows=$(python3 -c 'import sys; sys.path.insert(0, "bench")
+  # model_layer:n:k:hot of the FP4 GEMM table's linears (bench/gpu_operators_vs_pytorch.py's
+  # LINEARS), hot the channels patched (HOT, or HOT % of k)
+  hot_rows=$(HOT=${HOT:-32} python3 -c 'import os, sys; sys.path.insert(0, "bench")
 from fp4_gemm_vs_pytorch import LAYERS, LINEARS
-print(" ".join(f"{m}_{l}:{n}:{k}" for m, l, n, k in LINEARS if l in LAYERS))')
+h = os.environ["HOT"]
+def hot(k): return max(1, round(k * float(h[:-1]) / 100)) if h.endswith("%") else int(h)
+print(" ".join(f"{m}_{l}:{n}:{k}:{hot(k)}" for m, l, n, k in LINEARS if l in LAYERS))')
   for round in $(seq "${HOT_ROUNDS:-2}"); do
     for row in $hot_rows; do
-      IFS=: read -r name n k <<<"$row"
-      hot=${HOT:-32}
-      case $hot in *%) hot=$(python3 -c "print(max(1, round($k * ${hot%\%} / 100)))") ;; esac
+      IFS=: read -r name n k hot <<<"$row"
       f="$out/hot-$name-$round.json"
       timeout 60 "$rafter" profile --device cuda --op gemm --dtype nvfp4 --phase fwd \
         --shape "m=${HOT_TOKENS:-16},n=$n,k=$k,batch=1,hot=$hot" -o "$f" >"$f.txt" 2>&1 ||
