@@ -88,8 +88,8 @@ std::vector<ThreadData> allocate_team_data(ThreadTeam& team, double per_thread_b
 
 // One point: n doubles per array and thread, passes sized so a sample lasts sample_seconds. A load
 // point times both forms of the kernel and keeps the faster median: which one reads a level
-// faster depends on the core (on a Zen 4 VM the pairs form read the L3 about 10 % faster and the
-// L2 up to half as fast), and a ceiling is the rate the level gives, not one loop's.
+// faster depends on the core (StreamKernels::load_pairs), and a ceiling is the rate the level
+// gives, not one loop's.
 SweepPoint measure_point(SweepContext& ctx, const StreamOperation& op, std::size_t n) {
   const double ws = ctx.team.size() * static_cast<double>(n) * op.arrays * sizeof(double);
   SweepPoint best{ws, {}};
