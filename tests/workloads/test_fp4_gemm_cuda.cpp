@@ -79,7 +79,7 @@ void check_decode_gemm(const std::string& precision, const Shape4& s, std::int64
           acc += qa[std::size_t((z * s.m + i) * s.k + l)] * qb[std::size_t((z * s.n + j) * s.k + l)];
         ref[std::size_t((z * s.m + i) * s.n + j)] = acc;
       }
-  cuda::Fp4HotPatch patch;
+  cuda::Fp4HotPatch patch, padded_patch;
   std::vector<std::uint16_t> r_bits, w_bits;
   if (hot > 0) {
     const double scale = ha.tensor_scale * hb.tensor_scale;  // the patch about as large as the product
@@ -98,6 +98,16 @@ void check_decode_gemm(const std::string& precision, const Shape4& s, std::int64
           ref[std::size_t(i * s.n + j)] += r[std::size_t(i * hot + l)] * w[std::size_t(j * hot + l)];
     patch = {reinterpret_cast<const __nv_bfloat16*>(device_copy(r_bits)),
              reinterpret_cast<const __nv_bfloat16*>(device_copy(w_bits)), hot};
+    if (hot % 8 != 0) {  // also in rows of a multiple of 8 (zeros after hot), as the backend stores them
+      const std::int64_t ld = (hot + 7) / 8 * 8;
+      auto pad = [&](const std::vector<std::uint16_t>& bits, std::int64_t rows) {
+        std::vector<std::uint16_t> out(std::size_t(rows * ld), 0);
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t l = 0; l < hot; ++l) out[std::size_t(i * ld + l)] = bits[std::size_t(i * hot + l)];
+        return reinterpret_cast<const __nv_bfloat16*>(device_copy(out));
+      };
+      padded_patch = {pad(r_bits, s.m), pad(w_bits, s.n), hot, ld};
+    }
   }
   const cuda::Fp4Kind kind = precision == "nvfp4" ? cuda::Fp4Kind::Nvfp4 : cuda::Fp4Kind::Mxfp4;
   cuda::Fp4Matrix da{device_copy(ha.codes), device_copy(ha.scales)}, db{device_copy(hb.codes), device_copy(hb.scales)};
@@ -107,14 +117,36 @@ void check_decode_gemm(const std::string& precision, const Shape4& s, std::int64
   ASSERT_EQ(cudaMalloc(&c, ref.size() * 2), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&ws, ws_bytes), cudaSuccess);
   ASSERT_EQ(cudaMemset(ws, 0, ws_bytes), cudaSuccess);
-  for (int call = 0; call < 2; ++call) {  // the second call finds the workspace zeroed by the first
-    ASSERT_EQ(cudaMemset(c, 0xff, ref.size() * 2), cudaSuccess);  // NaN
-    cuda::fp4_decode_gemm(da, db, static_cast<__nv_bfloat16*>(c), ha.tensor_scale * hb.tensor_scale, s.m, s.n,
-                          s.k, s.batch, kind, ws, nullptr, patch);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const double err = rel_l2(bf16_to_host(c, ref.size()), ref);
-    EXPECT_LT(err, 4e-3) << "call " << call;  // BF16 output rounding only
+  // The weights as they are and, where the streaming kernel runs, also in its packed order (poisoned
+  // first: every packed byte is written).
+  cuda::Fp4Matrix packed;
+  const bool streams = cuda::fp4_decode_gemm_streams(s.m, s.n, s.k, s.batch, hot);
+  if (streams) {
+    void *pc = nullptr, *ps = nullptr;
+    const std::size_t cb = cuda::fp4_decode_packed_bytes(s.n, s.k, s.batch, kind, false),
+                      sb2 = cuda::fp4_decode_packed_bytes(s.n, s.k, s.batch, kind, true);
+    ASSERT_EQ(cudaMalloc(&pc, cb), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&ps, sb2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(pc, 0xA5, cb), cudaSuccess);
+    ASSERT_EQ(cudaMemset(ps, 0xA5, sb2), cudaSuccess);
+    cuda::fp4_pack_decode_weights(db, static_cast<std::uint8_t*>(pc), static_cast<std::uint8_t*>(ps), s.n, s.k,
+                                  s.batch, kind, nullptr);
+    packed = {static_cast<std::uint8_t*>(pc), static_cast<std::uint8_t*>(ps)};
   }
+  for (int form = 0; form < (streams ? 2 : 1); ++form)
+    for (int padded = 0; padded < (padded_patch.hot > 0 ? 2 : 1); ++padded)
+      for (int call = 0; call < 2; ++call) {  // the second call finds the workspace zeroed by the first
+        ASSERT_EQ(cudaMemset(c, 0xff, ref.size() * 2), cudaSuccess);  // NaN
+        cuda::fp4_decode_gemm(da, db, static_cast<__nv_bfloat16*>(c), ha.tensor_scale * hb.tensor_scale, s.m, s.n,
+                              s.k, s.batch, kind, ws, nullptr, padded == 1 ? padded_patch : patch,
+                              form == 1 ? packed : cuda::Fp4Matrix{});
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const double err = rel_l2(bf16_to_host(c, ref.size()), ref);
+        EXPECT_LT(err, 4e-3) << (form == 1 ? "packed weights, " : "") << (padded == 1 ? "padded patch rows, " : "")
+                             << "call " << call;  // BF16 output rounding only
+      }
+  cudaFree(const_cast<std::uint8_t*>(packed.codes));
+  cudaFree(const_cast<std::uint8_t*>(packed.scales));
   // The dequantizer: code × block scale, which times the tensor scale is quantize_dequantize's value.
   void* deq = nullptr;
   ASSERT_EQ(cudaMalloc(&deq, qb.size() * 2), cudaSuccess);
@@ -125,8 +157,10 @@ void check_decode_gemm(const std::string& precision, const Shape4& s, std::int64
   for (std::size_t i = 0; i < qb.size(); ++i)
     bad += std::fabs(got[i] * hb.tensor_scale - qb[i]) > 1e-6 * std::fabs(qb[i]);
   EXPECT_EQ(bad, 0u) << "dequantized values off the definition";
-  cudaFree(const_cast<__nv_bfloat16*>(patch.r));
-  cudaFree(const_cast<__nv_bfloat16*>(patch.w));
+  for (const cuda::Fp4HotPatch& h : {patch, padded_patch}) {
+    cudaFree(const_cast<__nv_bfloat16*>(h.r));
+    cudaFree(const_cast<__nv_bfloat16*>(h.w));
+  }
   for (void* p : {c, ws, deq, static_cast<void*>(const_cast<std::uint8_t*>(da.codes)),
                   static_cast<void*>(const_cast<std::uint8_t*>(da.scales)),
                   static_cast<void*>(const_cast<std::uint8_t*>(db.codes)),
@@ -148,15 +182,16 @@ TEST(Fp4GemmCuda, DecodeKernelAndDequantizerMatchTheDefinition) {
       check_decode_gemm(p, s);
 }
 
-// The hot-channel patch in both decode kernels' epilogue: staged by cp.async (hot % 8 = 0) or
-// copied (other widths), row groups in rounds (with the whole and the split cluster barrier), rows
-// past n; the one-shot kernel at m > 32.
+// The hot-channel patch in both decode kernels' epilogue: staged by cp.async (rows of a multiple of 8
+// values) or copied (other widths; hot 20 and 41 also in rows of 24 and 48), row groups in rounds
+// (with the whole and the split cluster barrier), rows past n; the one-shot kernel at m > 32.
 TEST(Fp4GemmCuda, DecodeKernelWithItsHotPatch) {
   if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
   for (const char* p : {"nvfp4", "mxfp4"}) {
     check_decode_gemm(p, Shape4{3, 25600, 4096, 1}, 32);
     check_decode_gemm(p, Shape4{16, 25600, 4096, 1}, 32);  // split barrier, W_hot double-buffered in rounds
     check_decode_gemm(p, Shape4{16, 208, 2048, 1}, 20);
+    check_decode_gemm(p, Shape4{16, 1024, 4096, 1}, 41);  // 1 % of K
     check_decode_gemm(p, Shape4{16, 1024, 8192, 1}, 112);
     check_decode_gemm(p, Shape4{40, 64, 1152, 1}, 24);
   }

@@ -42,20 +42,37 @@ void fp4_hot_columns(const __nv_bfloat16* r, const __nv_bfloat16* w_hot, float r
 // again, so the workspace stays zero between calls).
 bool fp4_decode_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
 // Whether fp4_decode_gemm takes its streaming kernel (K sliced over a thread-block cluster, the
-// weights streamed with loads in flight; K a multiple of 256, m ≤ 32) rather than the one-shot one.
+// weights streamed with loads in flight; K a multiple of 256, m ≤ 32) rather than the one-shot one,
+// given the weights packed for it (b_packed below; without them it takes the one-shot kernel).
 bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
                              std::int64_t hot = 0);
 // Bytes of the workspace, which must be zeroed once before the first call.
 std::size_t fp4_decode_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t batch);
 // The hot-channel patch the decode kernels add in their epilogue, C += R·W_hotᵀ summed in FP32:
-// R [batch·m, hot] and W_hot [batch·n, hot] in BF16 (hot 0: none).
+// R [batch·m, hot] and W_hot [batch·n, hot] in BF16 (hot 0: none), rows `ld` elements apart (0:
+// hot). The streaming kernel copies rows by 16-byte cp.async where ld is a multiple of 8 (columns
+// hot … ld − 1 then zero); other widths are copied an element at a time, on every row group's
+// critical path (H100, 70B down at hot 287: the patch took 21.7 µs so, 11.4 µs in rows of 288,
+// two calls apart).
 struct Fp4HotPatch {
   const __nv_bfloat16* r = nullptr;
   const __nv_bfloat16* w = nullptr;
   std::int64_t hot = 0;
+  std::int64_t ld = 0;
 };
+// b_packed: B in the streaming kernel's order (below), which that kernel reads instead of b; the
+// one-shot kernel reads b.
 void fp4_decode_gemm(Fp4Matrix a, Fp4Matrix b, __nv_bfloat16* c, float alpha, std::int64_t m, std::int64_t n,
                      std::int64_t k, std::int64_t batch, Fp4Kind kind, void* workspace, cudaStream_t stream,
-                     Fp4HotPatch hot = {});
+                     Fp4HotPatch hot = {}, Fp4Matrix b_packed = {});
+// The streaming kernel's own order of the weights B [batch·n, k] (K a multiple of 256): for each
+// 128-row group, 256-value item and warp, the warp's 32 rows × 128 code bytes in the order its lanes
+// load them, 16 bytes a lane, then their scale bytes. The same bytes (rows padded to 128), read as
+// whole 512-byte runs a load instead of 64 bytes in each of 8 rows. Packed once, as a serving engine
+// stores its quantized weights; fp4_decode_packed_bytes gives the codes' (scales false) and the
+// scales' (true) buffer sizes.
+std::size_t fp4_decode_packed_bytes(std::int64_t n, std::int64_t k, std::int64_t batch, Fp4Kind kind, bool scales);
+void fp4_pack_decode_weights(Fp4Matrix b, std::uint8_t* codes, std::uint8_t* scales, std::int64_t n, std::int64_t k,
+                             std::int64_t batch, Fp4Kind kind, cudaStream_t stream);
 
 }  // namespace rafter::workloads::cuda

@@ -138,11 +138,38 @@ StreamFn bind_fp4_gemm(const OpInstance& in, DeviceProblem& d, const PathChoice&
     DeviceTensor& ws = d.adopt(alloc_tensor(DType::I8, fp4_decode_gemm_workspace_bytes(m, n, b)));
     RAFTER_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.count));  // the kernel keeps it zero between calls
     void* w = ws.data();
-    // Decode shapes: the patch in the kernel's epilogue, where each output is written.
-    const Fp4HotPatch patch{h.r, h.w, h.hot};
+    // Decode shapes: the patch in the kernel's epilogue, where each output is written. The
+    // streaming kernel reads the weights in its own order, packed here once (untimed, as a serving
+    // engine packs them at load).
+    Fp4Matrix packed;
+    if (fp4_decode_gemm_streams(m, n, k, b, h.hot)) {
+      DeviceTensor& pc = d.adopt(alloc_tensor(DType::I8, fp4_decode_packed_bytes(n, k, b, kind, false)));
+      DeviceTensor& ps = d.adopt(alloc_tensor(DType::I8, fp4_decode_packed_bytes(n, k, b, kind, true)));
+      fp4_pack_decode_weights(o.b, pc.as<std::uint8_t>(), ps.as<std::uint8_t>(), n, k, b, kind, nullptr);
+      RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
+      packed = {pc.as<std::uint8_t>(), ps.as<std::uint8_t>()};
+    }
+    // R and W_hot in rows of a multiple of 8 values (zeros after hot), as the patch's producer and
+    // the weights' load would store them, so that the streaming kernel copies whole 16-byte chunks.
+    Fp4HotPatch patch{h.r, h.w, h.hot, h.hot};
+    if (h.hot % 8 != 0) {
+      patch.ld = (h.hot + 7) / 8 * 8;
+      auto padded = [&](const __nv_bfloat16* src, std::int64_t rows) {
+        DeviceTensor& t = d.adopt(alloc_tensor(DType::BF16, sz(rows * patch.ld)));
+        RAFTER_CUDA_CHECK(cudaMemset(t.data(), 0, t.count * sizeof(__nv_bfloat16)));
+        RAFTER_CUDA_CHECK(cudaMemcpy2D(t.data(), sz(patch.ld) * sizeof(__nv_bfloat16), src,
+                                       sz(h.hot) * sizeof(__nv_bfloat16), sz(h.hot) * sizeof(__nv_bfloat16),
+                                       sz(rows), cudaMemcpyDeviceToDevice));
+        return static_cast<const __nv_bfloat16*>(t.as_bf16());
+      };
+      patch.r = padded(h.r, m);  // the patch needs batch 1
+      patch.w = padded(h.w, n);
+    }
     if (without_patch && h.hot > 0)
-      *without_patch = [=](cudaStream_t s) { fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s); };
-    return [=](cudaStream_t s) { fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s, patch); };
+      *without_patch = [=](cudaStream_t s) {
+        fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s, {}, packed);
+      };
+    return [=](cudaStream_t s) { fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s, patch, packed); };
   }
   // Prefill: both operands dequantized to BF16 rows of k (+ the patch's columns), one BF16 GEMM.
   const std::int64_t ld = k + h.pad;
@@ -180,12 +207,18 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.fp4_emulated"; }
   bool supports(const OpInstance& inst) const override { return inst.op == "gemm" && fp4_precision(inst.precision); }
-  // The prefill path's BF16 copies of both operands come on top of the FP4 footprint.
+  // On top of the FP4 footprint: the prefill path's BF16 copies of both operands; the decode path's
+  // packed copy of the weights (where K allows the streaming kernel) and padded patch rows.
   double extra_memory_bytes(const OpInstance& inst, double footprint_bytes) const override {
-    const double b = double(shape_value(inst, "batch")), m = double(shape_value(inst, "m")),
-                 n = double(shape_value(inst, "n")), k = double(shape_value(inst, "k"));
-    const double ld = k + double(hot_pad(shape_value(inst, "hot", 0)));
-    const double copies = choose_path(inst).fused_decode ? 0.0 : 2.0 * b * (m + n) * ld;
+    const auto b = shape_value(inst, "batch"), m = shape_value(inst, "m"), n = shape_value(inst, "n"),
+               k = shape_value(inst, "k"), hot = shape_value(inst, "hot", 0);
+    const Fp4Kind kind = inst.precision == "nvfp4" ? Fp4Kind::Nvfp4 : Fp4Kind::Mxfp4;
+    double copies = 0;
+    if (!choose_path(inst).fused_decode)
+      copies = 2.0 * double(b * (m + n) * (k + hot_pad(hot)));
+    else if (k % 256 == 0)
+      copies = double(fp4_decode_packed_bytes(n, k, b, kind, false) + fp4_decode_packed_bytes(n, k, b, kind, true)) +
+               2.0 * double((m + n) * ((hot + 7) / 8 * 8));
     return CudaBackend::extra_memory_bytes(inst, footprint_bytes) + copies;
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
@@ -230,7 +263,7 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
           fp4_decode_gemm_streams(shape_value(inst, "m"), shape_value(inst, "n"), shape_value(inst, "k"),
                                   shape_value(inst, "batch"), shape_value(inst, "hot", 0))
               ? ", streamed: K sliced over a thread-block cluster, the slices summed in distributed shared "
-                "memory"
+                "memory; B read from a copy packed once (untimed) in the order the kernel's lanes load it"
               : ", one shot: split-K sums in FP32 through global atomics";
     record.details["path"] = path_text;
     record.details["layout"] = fmt::format(

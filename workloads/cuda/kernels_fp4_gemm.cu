@@ -109,6 +109,7 @@ __device__ __forceinline__ void decode_group(uint4 v, __nv_bfloat162 s0, __nv_bf
 
 struct DecodeArgs {
   Fp4Matrix a, b;
+  Fp4Matrix b_packed;  // B in the streaming kernel's order (fp4_pack_decode_weights); null: none
   bf16* c;
   float alpha;
   std::int64_t m, n, k;
@@ -121,8 +122,9 @@ struct DecodeArgs {
 __device__ __forceinline__ float hot_term(const Fp4HotPatch& h, std::int64_t token_row,
                                           std::int64_t out_row) {
   float s = 0.0f;
+  const std::int64_t ld = h.ld > 0 ? h.ld : h.hot;
   for (std::int64_t j = 0; j < h.hot; ++j)
-    s = fmaf(__bfloat162float(h.r[token_row * h.hot + j]), __bfloat162float(h.w[out_row * h.hot + j]), s);
+    s = fmaf(__bfloat162float(h.r[token_row * ld + j]), __bfloat162float(h.w[out_row * ld + j]), s);
   return s;
 }
 
@@ -305,6 +307,12 @@ void launch_decode(const DecodeArgs& args, std::int64_t batch, cudaStream_t stre
 // flight per thread, and at the end of a row group the S partial sums meet in distributed shared
 // memory (double-buffered, one cluster barrier per row group), each CTA writing 128/S of the
 // group's rows for every token.
+// The weights come packed in the order the lanes load them (below; fp4_pack_decode_weights, once,
+// as a serving engine stores its weights), so that each load is one 512-byte run: read in place,
+// 64 bytes in each of 8 rows a load, the same kernel was 5-11 % slower on every 16-token Llama-2
+// row of the H100 (70B gate_up 127.0 against 114.3 µs; one token 114.9 against 97.9;
+// bench/fp4_gemm_results.md, 2026-11-28, fourth session). With the packed weights, three items in
+// flight (230 registers at m 9–16) ran 4-7 % slower than two on every 16-token row.
 // A warp owns 32 rows (two mma M tiles sharing each activation fragment). Shapes it does not fit
 // (K not a multiple of 256, or shared memory over budget: m > 32 mostly) take the kernel above.
 // Tried on the H100 and dropped: the weights in a per-warp ring in shared memory (cp.async or
@@ -319,11 +327,17 @@ constexpr int kItem = 256;
 constexpr int kStages = 2;
 constexpr int kRedStride = kStreamRows + 4;  // floats per token: the acc stores hit 32 banks
 constexpr int kMaxCluster = 16;
+// The packed order of B (fp4_pack_decode_weights): per batch, row group, item and warp, the warp's
+// 32 rows × 128 code bytes in the order its lanes load them (16 bytes a lane: chunk (2r + h)·32 +
+// lane holds bytes q·32 + h·16 … of row g + 8r), then the lanes' scale words (a lane's 4 rows, 4
+// bytes each for NVFP4, 2 for MXFP4). Rows past n are zero.
+constexpr int kPackedCodeBytes = 32 * kItem / 2;
+__host__ __device__ constexpr int packed_scale_bytes(Fp4Kind k) { return 32 * 4 * (k == Fp4Kind::Nvfp4 ? 4 : 2); }
 // Shared memory per CTA: first try a budget that leaves room for 4 CTAs an SM, then a larger one.
 constexpr int kBudgets[] = {56 * 1024, 100 * 1024};
 
 struct StreamArgs {
-  Fp4Matrix a, b;
+  Fp4Matrix a, b;  // b in the packed order (fp4_pack_decode_weights)
   bf16* c;
   float alpha;
   std::int64_t m, n, k;
@@ -346,20 +360,21 @@ struct StreamArgs {
 // paths 1-4 % slower) (bench/fp4_gemm_results.md).
 int hot_stride(std::int64_t hot) { return hot > 0 ? int((hot + 7) / 8 * 8 + 8) : 0; }
 
-__device__ void stage_hot_rows(const bf16* src, std::int64_t hot, std::int64_t first, int rows,
+// Rows [first, first + rows) of src (hot values, rows ld apart; none past `end`) into dst.
+__device__ void stage_hot_rows(const bf16* src, std::int64_t hot, std::int64_t ld, std::int64_t first, int rows,
                                std::int64_t end, int stride, bf16* dst) {
   const int chunks = int((hot + 7) / 8);
   for (int idx = threadIdx.x; idx < rows * chunks; idx += blockDim.x) {
     const int r = idx / chunks, c = idx % chunks;
     const std::int64_t row = first + r;
     bf16* d = dst + r * stride + c * 8;
-    if (hot % 8 == 0) {
-      dev::cp_async16(d, src + (row < end ? row * hot + c * 8 : 0), row < end ? 16 : 0);
+    if (ld % 8 == 0) {
+      dev::cp_async16(d, src + (row < end ? row * ld + c * 8 : 0), row < end ? 16 : 0);
     } else {
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const std::int64_t col = c * 8 + e;
-        d[e] = row < end && col < hot ? src[row * hot + col] : __float2bfloat16(0.0f);
+        d[e] = row < end && col < hot ? src[row * ld + col] : __float2bfloat16(0.0f);
       }
     }
   }
@@ -570,7 +585,6 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
   const std::int64_t row_groups = (p.n + kStreamRows - 1) / kStreamRows;
   const int nrg = int((row_groups - 1 - blockIdx.x) / gridDim.x) + 1;  // grid.x ≤ row_groups
   const std::int64_t total = std::int64_t(nrg) * nl;
-  const std::int64_t bytes_per_row = p.k / 2, scales_per_row = p.k / block_values<K>();
 
   ActBatch<MT> act0;  // the first batch of activations, loaded ahead of the weights
   load_act_batch<MT, K>(p, batch, it0, nl, threadIdx.x, act0);
@@ -578,23 +592,24 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
   int load_rg = 0, load_it = 0;
   auto load = [&](WeightSlot& w) {
     const std::int64_t rg = blockIdx.x + std::int64_t(load_rg) * gridDim.x, item = it0 + load_it;
+    if (load_rg < nrg) {
+      const std::int64_t at = ((batch * row_groups + rg) * p.items + item) * kStreamWarps + warp;
+      const uint4* src = reinterpret_cast<const uint4*>(p.b.codes + at * kPackedCodeBytes) + lane;
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const std::int64_t row = rg * kStreamRows + warp * 32 + g + 8 * r;
-      w.v[r][0] = w.v[r][1] = make_uint4(0, 0, 0, 0);
-      w.sc[r] = 0;
-      if (load_rg < nrg && row < p.n) {
-        const std::int64_t grow = batch * p.n + row;
-        const uint4* src =
-            reinterpret_cast<const uint4*>(p.b.codes + grow * bytes_per_row + item * 128 + q * 32);
-        w.v[r][0] = __ldcs(src);
-        w.v[r][1] = __ldcs(src + 1);
-        const std::uint8_t* sc = p.b.scales + grow * scales_per_row;
-        if constexpr (K == Fp4Kind::Nvfp4)
-          w.sc[r] = __ldcs(reinterpret_cast<const unsigned*>(sc + item * 16 + q * 4));
-        else
-          w.sc[r] = __ldcs(reinterpret_cast<const unsigned short*>(sc + item * 8 + q * 2));
+      for (int r = 0; r < 4; ++r) {
+        w.v[r][0] = __ldcs(src + 64 * r);
+        w.v[r][1] = __ldcs(src + 64 * r + 32);
       }
+      if constexpr (K == Fp4Kind::Nvfp4) {
+        const uint4 sc = __ldcs(reinterpret_cast<const uint4*>(p.b.scales + at * packed_scale_bytes(K)) + lane);
+        w.sc[0] = sc.x, w.sc[1] = sc.y, w.sc[2] = sc.z, w.sc[3] = sc.w;
+      } else {
+        const uint2 sc = __ldcs(reinterpret_cast<const uint2*>(p.b.scales + at * packed_scale_bytes(K)) + lane);
+        w.sc[0] = sc.x & 0xFFFFu, w.sc[1] = sc.x >> 16, w.sc[2] = sc.y & 0xFFFFu, w.sc[3] = sc.y >> 16;
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) w.v[r][0] = w.v[r][1] = make_uint4(0, 0, 0, 0), w.sc[r] = 0;
     }
     if (++load_it == nl) load_it = 0, ++load_rg;
   };
@@ -608,11 +623,11 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
   auto hot_w_rows = [&](int j) { return hot_w + (j % 2) * rows_per_cta * p.hot_stride; };
   auto stage_hot_weights = [&](int j) {
     const std::int64_t row0 = (blockIdx.x + std::int64_t(j) * gridDim.x) * kStreamRows;
-    stage_hot_rows(p.hot.w, p.hot.hot, batch * p.n + row0 + r0, r1 - r0, batch * p.n + p.n, p.hot_stride,
+    stage_hot_rows(p.hot.w, p.hot.hot, p.hot.ld, batch * p.n + row0 + r0, r1 - r0, batch * p.n + p.n, p.hot_stride,
                    hot_w_rows(j));
   };
   if (p.hot_stride > 0) {
-    stage_hot_rows(p.hot.r, p.hot.hot, batch * p.m, int(p.m), batch * p.m + p.m, p.hot_stride, hot_r);
+    stage_hot_rows(p.hot.r, p.hot.hot, p.hot.ld, batch * p.m, int(p.m), batch * p.m + p.m, p.hot_stride, hot_r);
     stage_hot_weights(0);
   }
   store_act_batch<MT, K>(p, nl, threadIdx.x, act0, act);
@@ -788,6 +803,7 @@ int stream_cluster(int mt, std::int64_t n, std::int64_t k, std::int64_t batch, s
 // fit, or no cluster of it fits on the GPU (the caller takes the one-shot kernel).
 template <int MT, Fp4Kind K>
 bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream) {
+  if (d.b_packed.codes == nullptr || d.b_packed.scales == nullptr) return false;
   const int cluster = stream_cluster(MT, d.n, d.k, batch, d.hot.hot, sm_count());
   if (cluster == 0) return false;
   const int items = int(d.k / kItem);
@@ -802,7 +818,7 @@ bool launch_stream(const DecodeArgs& d, std::int64_t batch, cudaStream_t stream)
   });
   const int nl = (items + cluster - 1) / cluster;
   StreamArgs args{
-      d.a, d.b, d.c, d.alpha, d.m, d.n, d.k, items, nl * kItem + 16, d.hot, hot_stride(d.hot.hot)};
+      d.a, d.b_packed, d.c, d.alpha, d.m, d.n, d.k, items, nl * kItem + 16, d.hot, hot_stride(d.hot.hot)};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = 1;
@@ -853,6 +869,42 @@ void decode_for_kind(const DecodeArgs& args, std::int64_t batch, cudaStream_t st
     case 4:
       return launch_stream<4, K>(args, batch, stream) ? void() : launch_decode<4, K>(args, batch, stream);
     default: return launch_decode<8, K>(args, batch, stream);
+  }
+}
+
+// One thread per 16 bytes of the packed codes; threads of chunks 0…127 of a slot also write the
+// scale word of lane chunk % 32, row chunk / 32. Rows past n are zero.
+template <Fp4Kind K>
+__global__ void pack_decode_weights_kernel(Fp4Matrix in, std::uint8_t* codes, std::uint8_t* scales, std::int64_t n,
+                                           std::int64_t k, std::int64_t batch) {
+  const std::int64_t items = k / kItem, row_groups = (n + kStreamRows - 1) / kStreamRows;
+  const std::int64_t slots = batch * row_groups * items * kStreamWarps;
+  const std::int64_t bytes_per_row = k / 2, scales_per_row = k / block_values<K>();
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < slots * 256;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t at = i / 256;
+    const int chunk = int(i % 256), lane = chunk % 32, r = chunk / 64, h = (chunk / 32) % 2, g = lane / 4, q = lane % 4;
+    const int warp = int(at % kStreamWarps);
+    const std::int64_t item = (at / kStreamWarps) % items, rg = (at / kStreamWarps / items) % row_groups,
+                       z = at / kStreamWarps / items / row_groups;
+    const std::int64_t row = rg * kStreamRows + warp * 32 + g + 8 * r;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (row < n)
+      v = *reinterpret_cast<const uint4*>(in.codes + (z * n + row) * bytes_per_row + item * 128 + q * 32 + h * 16);
+    reinterpret_cast<uint4*>(codes + at * kPackedCodeBytes)[chunk] = v;
+    if (chunk >= 128) continue;  // chunks 0…127: the scale word of (lane, r) = (chunk % 32, chunk / 32)
+    const int sl = chunk % 32, sr = chunk / 32;
+    const std::int64_t srow = rg * kStreamRows + warp * 32 + sl / 4 + 8 * sr;
+    const std::uint8_t* src = in.scales + (z * n + srow) * scales_per_row;
+    if constexpr (K == Fp4Kind::Nvfp4) {
+      unsigned word = 0;
+      if (srow < n) word = *reinterpret_cast<const unsigned*>(src + item * 16 + (sl % 4) * 4);
+      reinterpret_cast<unsigned*>(scales + at * packed_scale_bytes(K))[sl * 4 + sr] = word;
+    } else {
+      unsigned short word = 0;
+      if (srow < n) word = *reinterpret_cast<const unsigned short*>(src + item * 8 + (sl % 4) * 2);
+      reinterpret_cast<unsigned short*>(scales + at * packed_scale_bytes(K))[sl * 4 + sr] = word;
+    }
   }
 }
 
@@ -913,10 +965,28 @@ std::size_t fp4_decode_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std:
   return std::size_t(batch * n * tiles_for(m) * 8) * sizeof(float) + std::size_t(batch * groups) * sizeof(int);
 }
 
+std::size_t fp4_decode_packed_bytes(std::int64_t n, std::int64_t k, std::int64_t batch, Fp4Kind kind,
+                                    bool scales) {
+  const std::int64_t slots = batch * ((n + kStreamRows - 1) / kStreamRows) * (k / kItem) * kStreamWarps;
+  return std::size_t(slots) * std::size_t(scales ? packed_scale_bytes(kind) : kPackedCodeBytes);
+}
+
+void fp4_pack_decode_weights(Fp4Matrix b, std::uint8_t* codes, std::uint8_t* scales, std::int64_t n, std::int64_t k,
+                             std::int64_t batch, Fp4Kind kind, cudaStream_t stream) {
+  const std::int64_t chunks = std::int64_t(fp4_decode_packed_bytes(n, k, batch, kind, false)) / 16;
+  const unsigned blocks = unsigned(std::min<std::int64_t>((chunks + 255) / 256, 132 * 16));
+  if (kind == Fp4Kind::Nvfp4)
+    pack_decode_weights_kernel<Fp4Kind::Nvfp4><<<blocks, 256, 0, stream>>>(b, codes, scales, n, k, batch);
+  else
+    pack_decode_weights_kernel<Fp4Kind::Mxfp4><<<blocks, 256, 0, stream>>>(b, codes, scales, n, k, batch);
+  RAFTER_CUDA_LAUNCH_CHECK("fp4 pack decode weights");
+}
+
 void fp4_decode_gemm(Fp4Matrix a, Fp4Matrix b, bf16* c, float alpha, std::int64_t m, std::int64_t n,
                      std::int64_t k, std::int64_t batch, Fp4Kind kind, void* workspace, cudaStream_t stream,
-                     Fp4HotPatch hot) {
-  DecodeArgs args{a, b, c, alpha, m, n, k, static_cast<float*>(workspace), nullptr, hot};
+                     Fp4HotPatch hot, Fp4Matrix b_packed) {
+  if (hot.ld == 0) hot.ld = hot.hot;
+  DecodeArgs args{a, b, b_packed, c, alpha, m, n, k, static_cast<float*>(workspace), nullptr, hot};
   args.arrivals = reinterpret_cast<int*>(args.partial + batch * n * tiles_for(m) * 8);
   if (kind == Fp4Kind::Nvfp4)
     decode_for_kind<Fp4Kind::Nvfp4>(args, batch, stream);
