@@ -194,6 +194,7 @@ TEST(Fp4GemmCuda, DecodeKernelWithItsHotPatch) {
     check_decode_gemm(p, Shape4{16, 1024, 4096, 1}, 41);  // 1 % of K
     check_decode_gemm(p, Shape4{16, 1024, 8192, 1}, 112);
     check_decode_gemm(p, Shape4{40, 64, 1152, 1}, 24);
+    check_decode_gemm(p, Shape4{40, 64, 1152, 1}, 20);  // the one-shot kernel, patch rows padded and not
   }
 }
 
