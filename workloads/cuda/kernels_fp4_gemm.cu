@@ -309,8 +309,8 @@ void launch_decode(const DecodeArgs& args, std::int64_t batch, cudaStream_t stre
 // group's rows for every token.
 // The weights come packed in the order the lanes load them (below; fp4_pack_decode_weights, once,
 // as a serving engine stores its weights), so that each load is one 512-byte run: read in place,
-// 64 bytes in each of 8 rows a load, the same kernel was 5-11 % slower on every 16-token Llama-2
-// row of the H100 (70B gate_up 127.0 against 114.3 µs; one token 114.9 against 97.9;
+// 64 bytes in each of 8 rows a load, the same kernel was 5-12 % slower on every 16-token Llama-2
+// row of the H100 (70B gate_up 127.0 against 114.6 µs; one token 114.9 against 97.9;
 // bench/fp4_gemm_results.md, 2026-11-28, fourth session). With the packed weights, three items in
 // flight (230 registers at m 9–16) ran 4-7 % slower than two on every 16-token row.
 // A warp owns 32 rows (two mma M tiles sharing each activation fragment). Shapes it does not fit
