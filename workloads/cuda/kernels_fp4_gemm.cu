@@ -121,10 +121,9 @@ struct DecodeArgs {
 // One output's hot-channel term, R[token_row, :]·W_hot[out_row, :] in FP32 (both kernels' epilogue).
 __device__ __forceinline__ float hot_term(const Fp4HotPatch& h, std::int64_t token_row,
                                           std::int64_t out_row) {
-  float s = 0.0f;
-  const std::int64_t ld = h.ld > 0 ? h.ld : h.hot;
+  float s = 0.0f;  // h.ld set by fp4_decode_gemm
   for (std::int64_t j = 0; j < h.hot; ++j)
-    s = fmaf(__bfloat162float(h.r[token_row * ld + j]), __bfloat162float(h.w[out_row * ld + j]), s);
+    s = fmaf(__bfloat162float(h.r[token_row * h.ld + j]), __bfloat162float(h.w[out_row * h.ld + j]), s);
   return s;
 }
 
