@@ -190,21 +190,36 @@ TEST(GpuKernelsCuda, Fp4GemmTimesItsHotPatch) {
   ExecContext ctx;
   ctx.device = "cuda:0";
   ctx.policy = rafter::RepeatPolicy::quick();
-  for (std::int64_t m : {16, 1024}) {
+  // Decode shapes check both patch paths (the epilogue, a separate BF16 GEMM) and time both in the
+  // contest; hot 41 has rows padded to 48.
+  const struct {
+    std::int64_t m, hot;
+  } cases[] = {{16, 24}, {16, 41}, {1024, 24}};
+  for (const auto& c : cases) {
     OpInstance i;
     i.op = "gemm", i.phase = "fwd", i.precision = "nvfp4";
-    i.shape = {{"m", m}, {"n", 2048}, {"k", 2048}, {"batch", 1}, {"hot", 24}};
+    i.shape = {{"m", c.m}, {"n", 2048}, {"k", 2048}, {"batch", 1}, {"hot", c.hot}};
     const rafter::OperatorRecord r = profile_instance(i, ctx, {});
-    SCOPED_TRACE("m = " + std::to_string(m));
+    SCOPED_TRACE("m = " + std::to_string(c.m) + ", hot = " + std::to_string(c.hot));
     ASSERT_EQ(r.status, rafter::RecordStatus::Ok) << r.note;
     ASSERT_TRUE(r.details.contains("hot_patch")) << r.details.dump();
     const auto& h = r.details["hot_patch"];
-    EXPECT_EQ(h["channels"], 24);
+    EXPECT_EQ(h["channels"], c.hot);
     EXPECT_GT(h["gemm_without_patch_seconds"].get<double>(), 0.0);
     EXPECT_TRUE(h.contains("patch_share"));
-    std::printf("hot patch m=%lld: %.1f us with, %.1f us without (%+.1f %%)\n", static_cast<long long>(m),
-                r.time->value * 1e6, h["gemm_without_patch_seconds"].get<double>() * 1e6,
-                100 * h["patch_share"].get<double>());
+    std::string path = "prefill";
+    if (c.m <= 64) {
+      path = h.at("path").get<std::string>();
+      for (const char* p : {"fused", "separate"}) {
+        SCOPED_TRACE(p);
+        const auto& cand = h.at("candidates").at(p);
+        EXPECT_TRUE(cand.at("check").at("passed").get<bool>()) << cand.dump();
+        EXPECT_EQ(cand.at("contest_seconds").size(), 2u) << cand.dump();
+      }
+    }
+    std::printf("hot patch m=%lld hot=%lld (%s): %.1f us with, %.1f us without (%+.1f %%)\n",
+                static_cast<long long>(c.m), static_cast<long long>(c.hot), path.c_str(), r.time->value * 1e6,
+                h["gemm_without_patch_seconds"].get<double>() * 1e6, 100 * h["patch_share"].get<double>());
   }
 }
 
