@@ -54,8 +54,8 @@ fi
 # The hot-channel patch's cost (stage hot, not in the default): the eight Llama-2 7B/70B linears at
 # HOT_TOKENS (16) tokens with the recipe's HOT (32) channels, HOT_ROUNDS (2) rounds; each record
 # times its GEMM with the patch and the same GEMM without it (details.hot_patch), and prints which
-# patch path won the record's contest (the epilogue or a separate BF16 GEMM) with the mean of each
-# one's contest medians. HOT=1% takes
+# patch path won the record's contest (the epilogue, a separate BF16 GEMM or the dependent kernel)
+# with the mean of each one's contest medians. HOT=1% takes
 # that share of each linear's input channels instead (the k: 41 at K 4096, 287 at 28672).
 if has hot; then
   # model_layer:n:k:hot of the FP4 GEMM table's linears (bench/gpu_operators_vs_pytorch.py's
@@ -80,7 +80,8 @@ c = h.get("candidates", {})
 med = lambda p: sum(c[p]["contest_seconds"]) / len(c[p]["contest_seconds"]) * 1e6 if "contest_seconds" in c.get(p, {}) else float("nan")
 print(f"hot patch {sys.argv[2]:<16} round {sys.argv[3]} ({h['channels']} channels): with {r['time']['value'] * 1e6:8.2f} us,"
       f" without {h['gemm_without_patch_seconds'] * 1e6:8.2f} us, share {h['patch_share'] * 100:5.1f} %"
-      f" [{h.get('path', 'prefill')}; contest fused {med('fused'):.2f} / separate {med('separate'):.2f} us]")
+      f" [{h.get('path', 'prefill')}; contest fused {med('fused'):.2f} / separate {med('separate'):.2f}"
+      f" / dependent {med('dependent'):.2f} us]")
 PY
     done
   done

@@ -145,6 +145,20 @@ void check_decode_gemm(const std::string& precision, const Shape4& s, std::int64
         EXPECT_LT(err, 4e-3) << (form == 1 ? "packed weights, " : "") << (padded == 1 ? "padded patch rows, " : "")
                              << "call " << call;  // BF16 output rounding only
       }
+  // The patch as the decode kernel's programmatic dependent (fp4_hot_patch_after, m ≤ 16), after
+  // both kernels' plain run; rows of a multiple of 8 values, as the backend stores them.
+  const cuda::Fp4HotPatch& aligned = hot % 8 == 0 ? patch : padded_patch;
+  const std::int64_t ld = hot % 8 == 0 ? hot : padded_patch.ld;
+  if (hot > 0 && cuda::fp4_hot_patch_after_fits(s.m, s.n, ld))
+    for (int form = 0; form < (streams ? 2 : 1); ++form) {
+      ASSERT_EQ(cudaMemset(c, 0xff, ref.size() * 2), cudaSuccess);  // NaN
+      cuda::fp4_decode_gemm(da, db, static_cast<__nv_bfloat16*>(c), ha.tensor_scale * hb.tensor_scale, s.m, s.n,
+                            s.k, s.batch, kind, ws, nullptr, {}, form == 1 ? packed : cuda::Fp4Matrix{});
+      cuda::fp4_hot_patch_after(aligned.r, aligned.w, ld, static_cast<__nv_bfloat16*>(c), s.m, s.n, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const double err = rel_l2(bf16_to_host(c, ref.size()), ref);
+      EXPECT_LT(err, 4e-3) << "dependent patch" << (form == 1 ? ", packed weights" : "");  // two BF16 roundings
+    }
   cudaFree(const_cast<std::uint8_t*>(packed.codes));
   cudaFree(const_cast<std::uint8_t*>(packed.scales));
   // The dequantizer: code × block scale, which times the tensor scale is quantize_dequantize's value.
@@ -182,7 +196,8 @@ TEST(Fp4GemmCuda, DecodeKernelAndDequantizerMatchTheDefinition) {
       check_decode_gemm(p, s);
 }
 
-// The hot-channel patch in both decode kernels' epilogue: staged by cp.async (rows of a multiple of 8
+// The hot-channel patch in both decode kernels' epilogue (and as their programmatic dependent, at
+// m ≤ 16): staged by cp.async (rows of a multiple of 8
 // values) or copied (other widths; hot 20 and 41 also in rows of 24 and 48), row groups in rounds
 // (with the whole and the split cluster barrier), rows past n; the one-shot kernel at m > 32.
 TEST(Fp4GemmCuda, DecodeKernelWithItsHotPatch) {

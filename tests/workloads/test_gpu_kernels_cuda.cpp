@@ -190,8 +190,8 @@ TEST(GpuKernelsCuda, Fp4GemmTimesItsHotPatch) {
   ExecContext ctx;
   ctx.device = "cuda:0";
   ctx.policy = rafter::RepeatPolicy::quick();
-  // Decode shapes check both patch paths (the epilogue, a separate BF16 GEMM) and time both in the
-  // contest; hot 41 has rows padded to 48.
+  // Decode shapes check the three patch paths (the epilogue, a separate BF16 GEMM, the dependent
+  // kernel) and time them in the contest; hot 41 has rows padded to 48.
   const struct {
     std::int64_t m, hot;
   } cases[] = {{16, 24}, {16, 41}, {1024, 24}};
@@ -210,7 +210,7 @@ TEST(GpuKernelsCuda, Fp4GemmTimesItsHotPatch) {
     std::string path = "prefill";
     if (c.m <= 64) {
       path = h.at("path").get<std::string>();
-      for (const char* p : {"fused", "separate"}) {
+      for (const char* p : {"fused", "separate", "dependent"}) {
         SCOPED_TRACE(p);
         const auto& cand = h.at("candidates").at(p);
         EXPECT_TRUE(cand.at("check").at("passed").get<bool>()) << cand.dump();

@@ -125,21 +125,26 @@ std::shared_ptr<LtGemm> bf16_gemm(std::int64_t m, std::int64_t n, std::int64_t k
   return gemm;
 }
 
-// Where a decode GEMM's hot-channel patch runs: summed in the decode kernel's epilogue, or after
-// the kernel as a small BF16 cuBLASLt GEMM that accumulates R·W_hotᵀ into C (beta 1), the design
-// the recipe names. The epilogue's cost grows with `hot` (each output's dot product sits on every
-// row group's critical path); the separate GEMM's with W_hot's bytes plus one launch.
-enum class HotPath { Fused, Separate };
-const char* hot_path_name(HotPath p) { return p == HotPath::Fused ? "fused" : "separate"; }
+// Where a decode GEMM's hot-channel patch runs: summed in the decode kernel's epilogue; after the
+// kernel as a small BF16 cuBLASLt GEMM that accumulates R·W_hotᵀ into C (beta 1), the design the
+// recipe names; or in rafter's kernel launched as the decode kernel's programmatic dependent, which
+// multiplies W_hot while the GEMM runs and adds into C after it (fp4_hot_patch_after, m ≤ 16). The
+// epilogue's cost grows with `hot` (each output's dot product sits on every row group's critical
+// path); the separate GEMM's with W_hot's bytes plus one launch; the dependent's with W_hot's bytes
+// read beside the GEMM plus the add.
+enum class HotPath { Fused, Separate, Dependent };
+const char* hot_path_name(HotPath p) {
+  return p == HotPath::Fused ? "fused" : p == HotPath::Separate ? "separate" : "dependent";
+}
 
 // The bind for check and timing; the path is the full instance's, so the check covers the kernel
 // timed. With `hot`, `*without_patch` (when given) gets the same GEMM without its patch, on the
 // same buffers, for the patch's share of the time. Decode shapes with `hot`: the launch returned
-// runs the patch as `hot_path` says; `*other` (when given) gets the other path on the same buffers,
-// with `*patch_algorithm` the separate GEMM's cuBLASLt choice.
+// runs the patch as `hot_path` says; `*others` (when given) gets every path that fits, on the same
+// buffers, with `*patch_algorithm` the separate GEMM's cuBLASLt choice.
 StreamFn bind_fp4_gemm(const OpInstance& in, DeviceProblem& d, const PathChoice& path, bool time_all,
                        nlohmann::json* algorithm, StreamFn* without_patch, HotPath hot_path = HotPath::Fused,
-                       StreamFn* other = nullptr, nlohmann::json* patch_algorithm = nullptr) {
+                       std::map<HotPath, StreamFn>* others = nullptr, nlohmann::json* patch_algorithm = nullptr) {
   const auto b = shape_value(in, "batch"), m = shape_value(in, "m"), n = shape_value(in, "n"), k = shape_value(in, "k");
   const Fp4Kind kind = in.precision == "nvfp4" ? Fp4Kind::Nvfp4 : Fp4Kind::Mxfp4;
   const Operands o = fp4_operands(in, d);
@@ -182,19 +187,27 @@ StreamFn bind_fp4_gemm(const OpInstance& in, DeviceProblem& d, const PathChoice&
     const StreamFn fused = [=](cudaStream_t s) {
       fp4_decode_gemm(o.a, o.b, c, o.alpha, m, n, k, b, kind, w, s, patch, packed);
     };
-    if (hot_path == HotPath::Fused && !other) return fused;
-    // C += R·W_hotᵀ over the padded rows (k = ld: the zeros past hot add nothing), FP32 sums, after
-    // the kernel has written C in BF16.
-    auto patch_gemm = bf16_gemm(m, n, patch.ld, 1, patch.ld, patch.r, patch.w, c, 1.0);
-    patch_gemm->set_beta(1.0);
-    const GemmAlgoRecord patch_algo = patch_gemm->choose(time_all);
-    if (patch_algorithm) *patch_algorithm = to_json(patch_algo);
-    const StreamFn separate = [=](cudaStream_t s) {
-      plain(s);
-      patch_gemm->launch(s);
-    };
-    if (other) *other = hot_path == HotPath::Fused ? separate : fused;
-    return hot_path == HotPath::Fused ? fused : separate;
+    std::map<HotPath, StreamFn> fns{{HotPath::Fused, fused}};
+    if (others || hot_path == HotPath::Separate) {
+      // C += R·W_hotᵀ over the padded rows (k = ld: the zeros past hot add nothing), FP32 sums,
+      // after the kernel has written C in BF16.
+      auto patch_gemm = bf16_gemm(m, n, patch.ld, 1, patch.ld, patch.r, patch.w, c, 1.0);
+      patch_gemm->set_beta(1.0);
+      const GemmAlgoRecord patch_algo = patch_gemm->choose(time_all);
+      if (patch_algorithm) *patch_algorithm = to_json(patch_algo);
+      fns[HotPath::Separate] = [=](cudaStream_t s) {
+        plain(s);
+        patch_gemm->launch(s);
+      };
+    }
+    if ((others || hot_path == HotPath::Dependent) && fp4_hot_patch_after_fits(m, n, patch.ld))
+      fns[HotPath::Dependent] = [=](cudaStream_t s) {
+        plain(s);
+        fp4_hot_patch_after(patch.r, patch.w, patch.ld, c, m, n, s);
+      };
+    if (!fns.count(hot_path)) throw InputError(fmt::format("fp4 gemm: no {} hot patch at this shape", hot_path_name(hot_path)));
+    if (others) *others = fns;
+    return fns.at(hot_path);
   }
   // Prefill: both operands dequantized to BF16 rows of k (+ the patch's columns), one BF16 GEMM.
   const std::int64_t ld = k + h.pad;
@@ -242,8 +255,9 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     if (!choose_path(inst).fused_decode)
       copies = 2.0 * double(b * (m + n) * (k + hot_pad(hot)));
     else if (k % 256 == 0)
-      copies = double(fp4_decode_packed_bytes(n, k, b, kind, false) + fp4_decode_packed_bytes(n, k, b, kind, true)) +
-               2.0 * double((m + n) * ((hot + 7) / 8 * 8));
+      copies = double(fp4_decode_packed_bytes(n, k, b, kind, false) + fp4_decode_packed_bytes(n, k, b, kind, true));
+    if (choose_path(inst).fused_decode && hot % 8 != 0)  // R and W_hot copied into rows of a multiple of 8
+      copies += 2.0 * double((m + n) * ((hot + 7) / 8 * 8));
     return CudaBackend::extra_memory_bytes(inst, footprint_bytes) + copies;
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
@@ -252,10 +266,11 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
   }
 
  private:
-  // A decode GEMM with its hot patch: both patch paths checked on the check problem, then (with
-  // the algorithm search on) timed on the full one in four timings ordered ABBA under the record's
-  // conditions; the lower sum of medians runs the record, timed afresh. Without the search, the
-  // epilogue. details.hot_patch says which ran, how it was chosen, and each candidate's figures.
+  // A decode GEMM with its hot patch: every patch path that fits (HotPath) checked on the check
+  // problem, then (with the algorithm search on) timed on the full one twice each, in the order ABC
+  // CBA under the record's conditions; the lowest sum of medians runs the record, timed afresh.
+  // Without the search, the epilogue. details.hot_patch says which ran, how it was chosen, and each
+  // candidate's check and contest medians.
   static void run_hot_decode(const OpInstance& inst, const ExecContext& ctx, const PathChoice& path,
                              OperatorRecord& record) {
     require_gpu(ctx.device);
@@ -263,7 +278,11 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     nlohmann::json cand = nlohmann::json::object();
     std::map<HotPath, CheckResult> checks;
     std::vector<HotPath> viable;
-    for (HotPath hp : {HotPath::Fused, HotPath::Separate}) {
+    std::vector<HotPath> paths{HotPath::Fused, HotPath::Separate};
+    if (fp4_hot_patch_after_fits(shape_value(inst, "m"), shape_value(inst, "n"),
+                                 (shape_value(inst, "hot", 0) + 7) / 8 * 8))
+      paths.push_back(HotPath::Dependent);
+    for (HotPath hp : paths) {
       if (ctx.check) {
         OperatorRecord r;
         check_on_device(
@@ -274,30 +293,34 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
             r);
         cand[hot_path_name(hp)]["check"] = to_json(r.check);
         checks[hp] = r.check;
-        if (!r.check.passed && hp == HotPath::Separate) continue;  // the epilogue's record shows its own failure
+        if (!r.check.passed && hp != HotPath::Fused) continue;  // the epilogue's record shows its own failure
       }
       viable.push_back(hp);
     }
     DeviceProblem full(nullptr, ctx.seed + 1);
     nlohmann::json algorithm, patch_algorithm;
-    StreamFn without_patch, separate;
-    std::map<HotPath, StreamFn> fns;
-    fns[HotPath::Fused] = bind_fp4_gemm(inst, full, path, time_all, &algorithm, &without_patch, HotPath::Fused,
-                                        viable.size() > 1 ? &separate : nullptr, &patch_algorithm);
-    if (separate) fns[HotPath::Separate] = separate;
+    StreamFn without_patch;
+    std::map<HotPath, StreamFn> all, fns;
+    bind_fp4_gemm(inst, full, path, time_all, &algorithm, &without_patch, HotPath::Fused, &all, &patch_algorithm);
+    for (HotPath hp : viable)
+      if (all.count(hp)) fns[hp] = all.at(hp);
     RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
-    HotPath chosen = HotPath::Fused;
+    HotPath chosen = fns.count(HotPath::Fused) ? HotPath::Fused : fns.begin()->first;
     std::string how = fns.size() == 1 ? "the only candidate that passed its check" : "heuristic: the epilogue";
     if (fns.size() > 1 && time_all) {
+      // Each candidate timed twice, the order reversed the second time (ABC CBA): a drift in clock
+      // or temperature weighs on all; the lowest sum of medians runs the record, timed afresh.
       ExecContext quiet = ctx;
       quiet.counters = false;
+      std::vector<HotPath> order;
+      for (const auto& f : fns) order.push_back(f.first);
+      order.insert(order.end(), order.rbegin(), order.rend());
       std::map<HotPath, std::vector<double>> rounds;
-      for (HotPath hp : {HotPath::Fused, HotPath::Separate, HotPath::Separate, HotPath::Fused})
-        rounds[hp].push_back(time_operator(fns.at(hp), quiet).seconds.median);
+      for (HotPath hp : order) rounds[hp].push_back(time_operator(fns.at(hp), quiet).seconds.median);
       for (const auto& [hp, v] : rounds) cand[hot_path_name(hp)]["contest_seconds"] = v;
-      chosen = fastest_wins_contest(rounds[HotPath::Separate], rounds[HotPath::Fused], 0.0) ? HotPath::Separate
-                                                                                          : HotPath::Fused;
-      how = "fastest of four timings ordered ABBA (sum of medians)";
+      for (const auto& [hp, v] : rounds)
+        if (hp != chosen && fastest_wins_contest(v, rounds.at(chosen), 0.0)) chosen = hp;
+      how = "fastest of the candidates timed in the order ABC CBA (sum of medians)";
     }
     if (!patch_algorithm.is_null()) cand["separate"]["algorithm"] = patch_algorithm;
     record.status = RecordStatus::Ok;
@@ -311,8 +334,11 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
         {"path", hot_path_name(chosen)},
         {"how", chosen == HotPath::Fused
                     ? "R·W_hotᵀ summed in FP32 in the decode kernel's epilogue, where each output is written"
-                    : "after the decode kernel, a BF16 cuBLASLt GEMM adds R·W_hotᵀ into C (beta 1; FP32 sums, C "
-                      "rounded to BF16 twice)"},
+                : chosen == HotPath::Separate
+                    ? "after the decode kernel, a BF16 cuBLASLt GEMM adds R·W_hotᵀ into C (beta 1; FP32 sums, C "
+                      "rounded to BF16 twice)"
+                    : "rafter's kernel launched as the decode kernel's programmatic dependent: W_hot multiplied by "
+                      "mma while the GEMM runs, the FP32 sums added into C after it (C rounded to BF16 twice)"},
         {"choice", how},
         {"candidates", cand}});
     record.details["hot_patch"] = share;

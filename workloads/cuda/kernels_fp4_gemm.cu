@@ -569,6 +569,9 @@ struct WeightSlot {
 template <int MT, Fp4Kind K>
 __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_decode_kernel(StreamArgs p) {
   namespace cg = cooperative_groups;
+  // A kernel launched after this one as its programmatic dependent (fp4_hot_patch_after) may start
+  // now: every CTA of this grid is resident at once, so its CTAs take what room is left.
+  asm volatile("griddepcontrol.launch_dependents;");
   cg::cluster_group cluster = cg::this_cluster();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   float* red = reinterpret_cast<float*>(smem_raw);                     // [2][MT·8][kRedStride]
@@ -948,6 +951,122 @@ void fp4_hot_columns(const bf16* r, const bf16* w_hot, float r_scale, bf16* a16,
   const unsigned blocks = unsigned(std::min<std::int64_t>((total + threads - 1) / threads, 132 * 8));
   hot_columns_kernel<<<blocks, threads, 0, stream>>>(r, w_hot, r_scale, a16, b16, m, n, hot, pad, k, stride);
   RAFTER_CUDA_LAUNCH_CHECK("fp4 hot columns");
+}
+
+namespace {
+// fp4_hot_patch_after: while the kernel before it runs, each warp multiplies 16-row tiles of W_hot
+// (mma m16n8k16, the rows as A, R's tokens as B in two 8-token tiles; the loads of up to
+// kAfterChunks k-chunks issued together, one round trip each: with a round trip per chunk, 70B
+// gate_up's patch at hot 82 outlasted its GEMM by 76 µs on the H100) and keeps each tile's sums in
+// shared memory ([token][16 rows] floats, 1 KB a tile); then it waits for that kernel
+// (griddepcontrol.wait: its grid complete, its C visible) and adds them into C, 8 outputs a lane by
+// 16-byte loads and stores, the loads of up to kAfterChunks tiles in flight. Two warps a CTA and at
+// most 128 registers a thread, so that a CTA fits beside two of the streaming kernel's on an SM.
+constexpr int kAfterWarps = 2;
+constexpr int kAfterChunks = 8;
+__global__ void __launch_bounds__(kAfterWarps * 32, 8)
+    hot_patch_after_kernel(const bf16* r, const bf16* w, int ld, bf16* c, int m, int n, int tiles_per_warp) {
+  extern __shared__ __align__(16) float stash[];  // [warp][tile][token 16][row 16]
+  const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4, wib = threadIdx.x / 32;
+  const int warp = blockIdx.x * kAfterWarps + wib, warps = gridDim.x * kAfterWarps, tiles = n / 16;
+  const int chunks = (ld + 15) / 16;
+  const auto pair = [&](const bf16* base, int row, int col, bool ok) -> unsigned {
+    return ok && col < ld ? __ldg(reinterpret_cast<const unsigned*>(base + std::size_t(row) * ld + col)) : 0u;
+  };
+  float* mine = stash + std::size_t(wib) * tiles_per_warp * 256;
+  for (int t = 0; t < tiles_per_warp; ++t) {
+    const int tile = warp + t * warps;
+    if (tile >= tiles) break;
+    const int row = tile * 16 + g;
+    float acc[2][4] = {};
+    for (int ch0 = 0; ch0 < chunks; ch0 += kAfterChunks) {
+      unsigned a[kAfterChunks][4], b[kAfterChunks][4];
+#pragma unroll
+      for (int i = 0; i < kAfterChunks; ++i) {  // past the last chunk col >= ld: zeros, no load
+        const int col = (ch0 + i) * 16 + 2 * q;
+        a[i][0] = pair(w, row, col, true), a[i][1] = pair(w, row + 8, col, true);
+        a[i][2] = pair(w, row, col + 8, true), a[i][3] = pair(w, row + 8, col + 8, true);
+        b[i][0] = pair(r, g, col, g < m), b[i][1] = pair(r, g, col + 8, g < m);
+        b[i][2] = pair(r, 8 + g, col, 8 + g < m), b[i][3] = pair(r, 8 + g, col + 8, 8 + g < m);
+      }
+#pragma unroll
+      for (int i = 0; i < kAfterChunks; ++i) {
+        if (ch0 + i >= chunks) break;
+        dev::mma_bf16(acc[0], a[i][0], a[i][1], a[i][2], a[i][3], b[i][0], b[i][1]);
+        dev::mma_bf16(acc[1], a[i][0], a[i][1], a[i][2], a[i][3], b[i][2], b[i][3]);
+      }
+    }
+#pragma unroll
+    for (int tt = 0; tt < 2; ++tt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)  // acc[tt][i]: token tt·8 + 2q + i % 2, row g + 8·(i / 2)
+        mine[t * 256 + (tt * 8 + 2 * q + i % 2) * 16 + g + 8 * (i / 2)] = acc[tt][i];
+  }
+  __syncwarp();  // the add below reads what the warp's other lanes stored
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int token = lane / 2, half = lane % 2;  // this lane's 8 rows of each tile: 8·half …
+  if (token >= m) return;
+  for (int t0 = 0; t0 < tiles_per_warp; t0 += kAfterChunks) {
+    uint4 old[kAfterChunks];
+#pragma unroll
+    for (int i = 0; i < kAfterChunks; ++i) {
+      const int tile = warp + (t0 + i) * warps;
+      old[i] = t0 + i < tiles_per_warp && tile < tiles
+                   ? *reinterpret_cast<const uint4*>(c + std::size_t(token) * n + tile * 16 + 8 * half)
+                   : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kAfterChunks; ++i) {
+      const int tile = warp + (t0 + i) * warps;
+      if (t0 + i >= tiles_per_warp || tile >= tiles) break;
+      const float4* v = reinterpret_cast<const float4*>(mine + (t0 + i) * 256 + token * 16 + 8 * half);
+      const float4 p0 = v[0], p1 = v[1];
+      const float add[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+      unsigned words[4] = {old[i].x, old[i].y, old[i].z, old[i].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 f = __bfloat1622float2(as_bf162(words[j]));
+        const __nv_bfloat162 sum = __floats2bfloat162_rn(f.x + add[2 * j], f.y + add[2 * j + 1]);
+        words[j] = *reinterpret_cast<const unsigned*>(&sum);
+      }
+      *reinterpret_cast<uint4*>(c + std::size_t(token) * n + tile * 16 + 8 * half) =
+          make_uint4(words[0], words[1], words[2], words[3]);
+    }
+  }
+}
+}  // namespace
+
+bool fp4_hot_patch_after_fits(std::int64_t m, std::int64_t n, std::int64_t ld) {
+  return m >= 1 && m <= 16 && n % 16 == 0 && n / 16 <= std::int64_t(1) << 30 && ld % 8 == 0 && ld > 0;
+}
+
+void fp4_hot_patch_after(const bf16* r, const bf16* w_hot, std::int64_t ld, bf16* c, std::int64_t m, std::int64_t n,
+                         cudaStream_t stream) {
+  if (!fp4_hot_patch_after_fits(m, n, ld)) throw InputError("fp4 hot patch after: needs m <= 16, n % 16 == 0, ld % 8 == 0");
+  const std::int64_t tiles = n / 16, ctas_max = sm_count();
+  const std::int64_t per_warp =
+      std::max<std::int64_t>(1, (tiles + ctas_max * kAfterWarps - 1) / (ctas_max * kAfterWarps));
+  const std::int64_t ctas = (tiles + per_warp * kAfterWarps - 1) / (per_warp * kAfterWarps);
+  cudaLaunchConfig_t launch = {};
+  launch.gridDim = dim3(unsigned(ctas));
+  launch.blockDim = dim3(kAfterWarps * 32);
+  launch.dynamicSmemBytes = std::size_t(kAfterWarps * per_warp * 256) * sizeof(float);
+  launch.stream = stream;
+  static PerDevice<bool> opted_in;
+  opted_in.get([] {
+    RAFTER_CUDA_CHECK(cudaFuncSetAttribute(hot_patch_after_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           kBudgets[1]));
+    return true;
+  });
+  if (launch.dynamicSmemBytes > std::size_t(kBudgets[1])) throw InputError("fp4 hot patch after: n too large");
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  launch.attrs = attr;
+  launch.numAttrs = 1;
+  RAFTER_CUDA_CHECK(cudaLaunchKernelEx(&launch, hot_patch_after_kernel, r, w_hot, int(ld), c, int(m), int(n),
+                                       int(per_warp)));
+  RAFTER_CUDA_LAUNCH_CHECK("fp4 hot patch after");
 }
 
 bool fp4_decode_gemm_streams(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
