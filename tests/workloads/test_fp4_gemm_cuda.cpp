@@ -269,6 +269,20 @@ TEST(Fp4GemmCuda, EveryPassAndPathIsCheckedAndLabelled) {
       }
 }
 
+// The memory plan of a decode GEMM with a hot patch: R and W_hot are copied into rows of a multiple
+// of 8 values only where hot is not one (BF16, m + n rows); no GPU needed.
+TEST(Fp4GemmCuda, MemoryPlanCountsPaddedPatchRowsOnlyWhereCopied) {
+  Backend* emulated = backend_named("cuda.fp4_emulated");
+  ASSERT_NE(emulated, nullptr);
+  const auto extra = [&](std::int64_t hot) {
+    OpInstance i = fp4_gemm("nvfp4", "fwd", 16);  // m 16, n 192, k 512: the decode path
+    if (hot > 0) i.shape["hot"] = hot;
+    return emulated->extra_memory_bytes(i, 1e6);
+  };
+  EXPECT_EQ(extra(24), extra(0));
+  EXPECT_EQ(extra(41) - extra(0), 2.0 * (16 + 192) * 48);
+}
+
 // On Blackwell the native backend outranks the emulated one: the emulated kernels stay checked
 // through their backend directly. On sm_90 the native one declines every instance.
 TEST(Fp4GemmCuda, EmulatedBackendDirectlyAndNativeOnlyFromSm100) {
