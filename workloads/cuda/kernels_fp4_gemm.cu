@@ -961,7 +961,9 @@ namespace {
 // shared memory ([token][16 rows] floats, 1 KB a tile); then it waits for that kernel
 // (griddepcontrol.wait: its grid complete, its C visible) and adds them into C, 8 outputs a lane by
 // 16-byte loads and stores, the loads of up to kAfterChunks tiles in flight. Two warps a CTA and at
-// most 128 registers a thread, so that a CTA fits beside two of the streaming kernel's on an SM.
+// most 128 registers a thread, so that a CTA fits beside two of the streaming kernel's on an SM
+// (2·128·208 + 64·128 registers). That it runs beside them is not shown: on the H100 its cost grew
+// by about 1.3 µs a tile a warp, as a multiply after the GEMM would (bench/fp4_gemm_results.md).
 constexpr int kAfterWarps = 2;
 constexpr int kAfterChunks = 8;
 __global__ void __launch_bounds__(kAfterWarps * 32, 8)
