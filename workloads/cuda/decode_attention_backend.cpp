@@ -121,23 +121,18 @@ class DecodeBackend : public CudaBackend {
     std::vector<Kernel> viable;
     // Each candidate checked on the catalogue's check problem.
     for (Kernel k : candidates(inst)) {
-      OperatorRecord r;
+      std::optional<CheckResult> check;
       const bool ok = bound(k, cand, [&] {
-        if (ctx.check)
-          check_on_device(
-              inst, ctx,
-              [&](const OpInstance& in, DeviceProblem& d) {
-                return bind_kernel(k, in, d, decode_tensors(Dims(in), d), sms, nullptr);
-              },
-              r);
+        check = check_candidate(
+            inst, ctx,
+            [&](const OpInstance& in, DeviceProblem& d) {
+              return bind_kernel(k, in, d, decode_tensors(Dims(in), d), sms, nullptr);
+            },
+            cand, kernel_name(k));
       });
       if (!ok) continue;
-      if (ctx.check) {
-        cand[kernel_name(k)]["check"] = to_json(r.check);
-        checks[k] = r.check;
-        if (!r.check.passed) continue;  // a kernel that fails its check is not timed
-      }
-      viable.push_back(k);
+      if (check) checks[k] = *check;
+      if (!check || check->passed) viable.push_back(k);  // a kernel that fails its check is not timed
     }
     if (viable.empty()) viable.push_back(Kernel::SplitKv);  // timed all the same; the record is Invalid
 

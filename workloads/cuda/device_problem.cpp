@@ -80,6 +80,15 @@ void mark_failed_check(OperatorRecord& record, std::string_view label) {
                             record.check.error, record.check.tolerance);
 }
 
+std::optional<CheckResult> check_candidate(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind,
+                                           nlohmann::json& cand, const std::string& name) {
+  if (!ctx.check) return std::nullopt;
+  OperatorRecord r;
+  check_on_device(inst, ctx, bind, r);
+  cand[name]["check"] = to_json(r.check);
+  return r.check;
+}
+
 void check_and_time(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record,
                     const std::function<void()>& after_timing) {
   require_gpu(ctx.device);

@@ -3,6 +3,7 @@
 // timing at full size, random data generated on the GPU. Outputs and scratch are poisoned (NaN) first.
 #pragma once
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -64,6 +65,11 @@ class CudaBackend : public Backend {
 // returns the launch), comparing with the FP64 reference; fills record.check.
 using BindFn = std::function<StreamFn(const OpInstance&, DeviceProblem&)>;
 void check_on_device(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record);
+// A contest candidate (a backend with several kernels for one record) checked like a record
+// (check_on_device), its result also under cand[name]["check"]; nullopt with ctx.check off. A
+// candidate that fails its check is not timed.
+std::optional<CheckResult> check_candidate(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind,
+                                           nlohmann::json& cand, const std::string& name);
 // Marks `record` Invalid with a one-line note when its check failed; `label` (if any)
 // names what failed, in parentheses after "check failed".
 void mark_failed_check(OperatorRecord& record, std::string_view label = {});

@@ -283,19 +283,14 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
                                  (shape_value(inst, "hot", 0) + 7) / 8 * 8))
       paths.push_back(HotPath::Dependent);
     for (HotPath hp : paths) {
-      if (ctx.check) {
-        OperatorRecord r;
-        check_on_device(
-            inst, ctx,
-            [&](const OpInstance& in, DeviceProblem& d) {
-              return bind_fp4_gemm(in, d, path, false, nullptr, nullptr, hp);
-            },
-            r);
-        cand[hot_path_name(hp)]["check"] = to_json(r.check);
-        checks[hp] = r.check;
-        if (!r.check.passed) continue;  // a path that fails its check is not timed
-      }
-      viable.push_back(hp);
+      const auto check = check_candidate(
+          inst, ctx,
+          [&](const OpInstance& in, DeviceProblem& d) {
+            return bind_fp4_gemm(in, d, path, false, nullptr, nullptr, hp);
+          },
+          cand, hot_path_name(hp));
+      if (check) checks[hp] = *check;
+      if (!check || check->passed) viable.push_back(hp);
     }
     if (viable.empty()) viable.push_back(HotPath::Fused);  // timed all the same; the record is Invalid
     DeviceProblem full(nullptr, ctx.seed + 1);
