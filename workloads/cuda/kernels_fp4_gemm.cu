@@ -4,6 +4,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -1028,27 +1029,34 @@ __global__ void __launch_bounds__(kAfterWarps * 32, 8)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float2 f = __bfloat1622float2(as_bf162(words[j]));
-        const __nv_bfloat162 sum = __floats2bfloat162_rn(f.x + add[2 * j], f.y + add[2 * j + 1]);
-        words[j] = *reinterpret_cast<const unsigned*>(&sum);
+        words[j] = as_u32(__floats2bfloat162_rn(f.x + add[2 * j], f.y + add[2 * j + 1]));
       }
       *reinterpret_cast<uint4*>(c + std::size_t(token) * n + tile * 16 + 8 * half) =
           make_uint4(words[0], words[1], words[2], words[3]);
     }
   }
 }
+
+// Tiles a warp of fp4_hot_patch_after multiplies, with one CTA an SM; 0 where their sums would not
+// fit the shared-memory budget.
+std::int64_t after_tiles_per_warp(std::int64_t n) {
+  const std::int64_t warps = std::int64_t(sm_count()) * kAfterWarps;
+  const std::int64_t per_warp = std::max<std::int64_t>(1, (n / 16 + warps - 1) / warps);
+  return std::size_t(kAfterWarps * per_warp * 256) * sizeof(float) <= std::size_t(kBudgets[1]) ? per_warp : 0;
+}
 }  // namespace
 
 bool fp4_hot_patch_after_fits(std::int64_t m, std::int64_t n, std::int64_t ld) {
-  return m >= 1 && m <= 16 && n % 16 == 0 && n / 16 <= std::int64_t(1) << 30 && ld % 8 == 0 && ld > 0;
+  return m >= 1 && m <= 16 && n % 16 == 0 && n <= INT_MAX && ld % 8 == 0 && ld > 0 && ld <= INT_MAX &&
+         after_tiles_per_warp(n) > 0;
 }
 
 void fp4_hot_patch_after(const bf16* r, const bf16* w_hot, std::int64_t ld, bf16* c, std::int64_t m, std::int64_t n,
                          cudaStream_t stream) {
-  if (!fp4_hot_patch_after_fits(m, n, ld)) throw InputError("fp4 hot patch after: needs m <= 16, n % 16 == 0, ld % 8 == 0");
-  const std::int64_t tiles = n / 16, ctas_max = sm_count();
-  const std::int64_t per_warp =
-      std::max<std::int64_t>(1, (tiles + ctas_max * kAfterWarps - 1) / (ctas_max * kAfterWarps));
-  const std::int64_t ctas = (tiles + per_warp * kAfterWarps - 1) / (per_warp * kAfterWarps);
+  if (!fp4_hot_patch_after_fits(m, n, ld))
+    throw InputError("fp4 hot patch after: needs m <= 16, n % 16 == 0, ld % 8 == 0 and the tiles' sums in shared memory");
+  const std::int64_t per_warp = after_tiles_per_warp(n);
+  const std::int64_t ctas = (n / 16 + per_warp * kAfterWarps - 1) / (per_warp * kAfterWarps);
   cudaLaunchConfig_t launch = {};
   launch.gridDim = dim3(unsigned(ctas));
   launch.blockDim = dim3(kAfterWarps * 32);
@@ -1060,7 +1068,6 @@ void fp4_hot_patch_after(const bf16* r, const bf16* w_hot, std::int64_t ld, bf16
                                            kBudgets[1]));
     return true;
   });
-  if (launch.dynamicSmemBytes > std::size_t(kBudgets[1])) throw InputError("fp4 hot patch after: n too large");
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
