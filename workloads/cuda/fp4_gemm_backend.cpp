@@ -98,6 +98,10 @@ PathChoice choose_path(const OpInstance& full) {
 // 5.6 % slower at 4096³).
 std::int64_t hot_pad(std::int64_t hot) { return (hot + 63) / 64 * 64; }
 
+// The decode path's patch rows: hot values rounded up to a multiple of 8 (zeros after hot), so that
+// they move as 16-byte chunks.
+std::int64_t decode_patch_ld(std::int64_t hot) { return (hot + 7) / 8 * 8; }
+
 // The hot-channel patch's operands (inputs 2 and 3 of the problem: R [m, hot], W_hot [n, hot]).
 struct HotOperands {
   std::int64_t hot = 0, pad = 0;  // pad: hot_pad(hot)
@@ -169,7 +173,7 @@ StreamFn bind_fp4_gemm(const OpInstance& in, DeviceProblem& d, const PathChoice&
     // the weights' load would store them, so that the streaming kernel copies whole 16-byte chunks.
     Fp4HotPatch patch{h.r, h.w, h.hot, h.hot};
     if (h.hot % 8 != 0) {
-      patch.ld = (h.hot + 7) / 8 * 8;
+      patch.ld = decode_patch_ld(h.hot);
       auto padded = [&](const __nv_bfloat16* src, std::int64_t rows) {
         DeviceTensor& t = d.adopt(alloc_tensor(DType::BF16, sz(rows * patch.ld)));
         RAFTER_CUDA_CHECK(cudaMemset(t.data(), 0, t.count * sizeof(__nv_bfloat16)));
@@ -257,7 +261,7 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     else if (k % 256 == 0)
       copies = double(fp4_decode_packed_bytes(n, k, b, kind, false) + fp4_decode_packed_bytes(n, k, b, kind, true));
     if (choose_path(inst).fused_decode && hot % 8 != 0)  // R and W_hot copied into rows of a multiple of 8
-      copies += 2.0 * double((m + n) * ((hot + 7) / 8 * 8));
+      copies += 2.0 * double((m + n) * decode_patch_ld(hot));
     return CudaBackend::extra_memory_bytes(inst, footprint_bytes) + copies;
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
@@ -280,7 +284,7 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     std::vector<HotPath> viable;
     std::vector<HotPath> paths{HotPath::Fused, HotPath::Separate};
     if (fp4_hot_patch_after_fits(shape_value(inst, "m"), shape_value(inst, "n"),
-                                 (shape_value(inst, "hot", 0) + 7) / 8 * 8))
+                                 decode_patch_ld(shape_value(inst, "hot", 0))))
       paths.push_back(HotPath::Dependent);
     for (HotPath hp : paths) {
       const auto check = check_candidate(
