@@ -157,9 +157,14 @@ TEST(CpuKernels, StreamingOperatorsCarryAPairedDramReference) {
   const double eff = ref["efficiency"]["median"].get<double>();
   EXPECT_GT(eff, 0.05);  // 3 x 64 MiB moved in the time the reference needs for 256 MiB: a few tenths to ~1.5
   EXPECT_LT(eff, 5.0);
-  // Consistent with the record: efficiency x reference ~ DRAM bytes / time (medians of different series).
-  const double rate = r.bytes_at("DRAM")->bytes / r.time->value;
-  EXPECT_NEAR(eff * ref["bytes_per_second"]["median"].get<double>() / rate, 1.0, 0.5);
+  // Consistent with the record: each repeat's efficiency is DRAM bytes / its time / its reference,
+  // so their median lies between the extremes the record's time and the reference allow (1 %: the
+  // record times each call from just outside the span the efficiency uses). A median of ratios
+  // against a ratio of medians, within 50 %, failed once in CI under ASan with 3 repeats.
+  const double bytes = r.bytes_at("DRAM")->bytes;
+  const auto& ref_bps = ref["bytes_per_second"];
+  EXPECT_GE(eff, bytes / r.time->stats.max / ref_bps["max"].get<double>() * 0.99);
+  EXPECT_LE(eff, bytes / r.time->stats.min / ref_bps["min"].get<double>() * 1.01);
   ctx.warm_cache = true;
   EXPECT_FALSE(profile_instance(big, ctx, {}).details.contains("dram_reference"));
   ctx.warm_cache = false;
