@@ -961,13 +961,19 @@ namespace {
 // gate_up's patch at hot 82 outlasted its GEMM by 76 µs on the H100) and keeps each tile's sums in
 // shared memory ([token][16 rows] floats, 1 KB a tile); then it waits for that kernel
 // (griddepcontrol.wait: its grid complete, its C visible) and adds them into C, 8 outputs a lane by
-// 16-byte loads and stores, the loads of up to kAfterChunks tiles in flight. Two warps a CTA and at
-// most 128 registers a thread, so that a CTA fits beside two of the streaming kernel's on an SM
-// (2·128·208 + 64·128 registers). That it runs beside them is not shown: on the H100 its cost grew
-// by about 1.3 µs a tile a warp, as a multiply after the GEMM would (bench/fp4_gemm_results.md).
-constexpr int kAfterWarps = 2;
+// 16-byte loads and stores, the loads of up to kAfterChunks tiles in flight.
+// Four warps a CTA (one an SM sub-partition) at most 96 registers a thread: a sub-partition holds
+// 16384 registers, and two CTAs of the streaming kernel (208 registers) leave 3072 of them, a warp
+// of 96. On the H200 (bench/fp4_gemm_results.md, 2026-11-28) a %globaltimer timeline showed its
+// CTAs starting 0.5-1 µs after the GEMM's first and their multiply done long before the GEMM's end
+// on 7B o_proj, gate_up and 70B qkv; on 70B gate_up (57344 rows, 28 KB of sums a CTA) most CTAs
+// found no shared memory beside the GEMM's and started at its end. What the patch costs over the
+// GEMM is then the add after the wait: 0.5-1 µs a tile a warp, not explained (a rolled cp.async
+// ring for C was no faster). Four warps instead of two halve each warp's tiles: 7B gate_up +5.7 µs
+// against +8.0, 70B gate_up +24 against +48.
+constexpr int kAfterWarps = 4;
 constexpr int kAfterChunks = 8;
-__global__ void __launch_bounds__(kAfterWarps * 32, 8)
+__global__ void __launch_bounds__(kAfterWarps * 32, 5)  // 96 registers
     hot_patch_after_kernel(const bf16* r, const bf16* w, int ld, bf16* c, int m, int n, int tiles_per_warp) {
   extern __shared__ __align__(16) float stash[];  // [warp][tile][token 16][row 16]
   const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4, wib = threadIdx.x / 32;
