@@ -964,7 +964,7 @@ namespace {
 // 16-byte loads and stores, the loads of up to kAfterChunks tiles in flight.
 // Four warps a CTA (one an SM sub-partition) at most 96 registers a thread: a sub-partition holds
 // 16384 registers, and two CTAs of the streaming kernel (208 registers) leave 3072 of them, a warp
-// of 96. On the H200 (bench/fp4_gemm_results.md, 2026-11-28) a %globaltimer timeline showed its
+// of 96 (four warps at 128 were not tried). On the H200 (bench/fp4_gemm_results.md, 2026-11-28) a %globaltimer timeline showed its
 // CTAs starting 0.5-1 µs after the GEMM's first and their multiply done long before the GEMM's end
 // on 7B o_proj, gate_up and 70B qkv; on 70B gate_up (57344 rows, 28 KB of sums a CTA) most CTAs
 // found no shared memory beside the GEMM's and started at its end. What the patch costs over the
