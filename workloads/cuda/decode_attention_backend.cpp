@@ -16,7 +16,6 @@
 #include "cublaslt_gemm.hpp"
 #include "cudnn_attention.hpp"
 #include "device_problem.hpp"
-#include "gemm_spec.hpp"
 #include "kernels.hpp"
 
 namespace rafter::workloads::cuda {
@@ -146,16 +145,11 @@ class DecodeBackend : public CudaBackend {
     Kernel chosen = fns.count(Kernel::Cudnn) ? Kernel::Cudnn : Kernel::SplitKv;
     std::string how = fns.size() == 1 ? "the only candidate" : "heuristic: cuDNN where it fits";
     if (fns.size() > 1 && time_all_candidates(ctx.algo)) {
-      // ABBA under the record's timing conditions (no counters): a drift in clock or temperature
-      // weighs on both; the lower sum of medians runs the record, which is timed afresh.
-      ExecContext quiet = ctx;
-      quiet.counters = false;
-      std::map<Kernel, std::vector<double>> rounds;
-      for (Kernel k : {Kernel::Cudnn, Kernel::SplitKv, Kernel::SplitKv, Kernel::Cudnn})
-        rounds[k].push_back(time_operator(fns.at(k), quiet).seconds.median);
-      for (const auto& [k, v] : rounds) cand[kernel_name(k)]["contest_seconds"] = v;
-      chosen = fastest_wins_contest(rounds[Kernel::SplitKv], rounds[Kernel::Cudnn], 0.0) ? Kernel::SplitKv
-                                                                                         : Kernel::Cudnn;
+      // ABBA (time_contest); the lower sum of medians runs the record, which is timed afresh.
+      const Kernel order[] = {Kernel::Cudnn, Kernel::SplitKv};
+      std::vector<std::pair<std::string, StreamFn>> candidates;
+      for (Kernel k : order) candidates.emplace_back(kernel_name(k), fns.at(k));
+      chosen = order[time_contest(candidates, 0, ctx, cand)];
       how = "fastest of four timings ordered ABBA (sum of medians)";
     }
 

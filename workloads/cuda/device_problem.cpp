@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "gemm_spec.hpp"
 #include "rafter/workloads/backend.hpp"
 #include "rafter/workloads/precision.hpp"
 
@@ -87,6 +88,24 @@ std::optional<CheckResult> check_candidate(const OpInstance& inst, const ExecCon
   check_on_device(inst, ctx, bind, r);
   cand[name]["check"] = to_json(r.check);
   return r.check;
+}
+
+std::size_t time_contest(const std::vector<std::pair<std::string, StreamFn>>& candidates, std::size_t heuristic,
+                         const ExecContext& ctx, nlohmann::json& cand) {
+  ExecContext quiet = ctx;
+  quiet.counters = false;
+  std::vector<std::vector<double>> rounds(candidates.size());
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t j = 0; j < candidates.size(); ++j) {
+      const std::size_t i = pass == 0 ? j : candidates.size() - 1 - j;
+      rounds[i].push_back(time_operator(candidates[i].second, quiet).seconds.median);
+    }
+  std::size_t chosen = heuristic;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    cand[candidates[i].first]["contest_seconds"] = rounds[i];
+    if (i != chosen && fastest_wins_contest(rounds[i], rounds[chosen], 0.0)) chosen = i;
+  }
+  return chosen;
 }
 
 void check_and_time(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind, OperatorRecord& record,

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cuda_util.hpp"
 #include "op_timer.hpp"
@@ -70,6 +72,13 @@ void check_on_device(const OpInstance& inst, const ExecContext& ctx, const BindF
 // candidate that fails its check is not timed.
 std::optional<CheckResult> check_candidate(const OpInstance& inst, const ExecContext& ctx, const BindFn& bind,
                                            nlohmann::json& cand, const std::string& name);
+// The contest among a record's checked candidates (name, launch): each timed twice under the
+// record's timing conditions (no counters), in the order given and then reversed (AB BA, ABC CBA:
+// a drift in clock or temperature weighs on all), its medians under cand[name]["contest_seconds"].
+// Returns the index of the winner: `heuristic`, unless a candidate's sum of medians is lower
+// (fastest_wins_contest), the candidates asked in the order given.
+std::size_t time_contest(const std::vector<std::pair<std::string, StreamFn>>& candidates, std::size_t heuristic,
+                         const ExecContext& ctx, nlohmann::json& cand);
 // Marks `record` Invalid with a one-line note when its check failed; `label` (if any)
 // names what failed, in parentheses after "check failed".
 void mark_failed_check(OperatorRecord& record, std::string_view label = {});

@@ -10,6 +10,7 @@
 // its patch (prefill: packed rows of k) is timed after, in the same buffers: details.hot_patch.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -311,18 +312,12 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     HotPath chosen = fns.count(HotPath::Separate) ? HotPath::Separate : fns.begin()->first;
     std::string how = fns.size() == 1 ? "the only candidate that passed its check" : "heuristic: the separate GEMM";
     if (fns.size() > 1 && time_all) {
-      // Each candidate timed twice, the order reversed the second time (ABC CBA): a drift in clock
-      // or temperature weighs on all; the lowest sum of medians runs the record, timed afresh.
-      ExecContext quiet = ctx;
-      quiet.counters = false;
+      // ABC CBA (time_contest); the lowest sum of medians runs the record, timed afresh.
       std::vector<HotPath> order;
-      for (const auto& f : fns) order.push_back(f.first);
-      order.insert(order.end(), order.rbegin(), order.rend());
-      std::map<HotPath, std::vector<double>> rounds;
-      for (HotPath hp : order) rounds[hp].push_back(time_operator(fns.at(hp), quiet).seconds.median);
-      for (const auto& [hp, v] : rounds) cand[hot_path_name(hp)]["contest_seconds"] = v;
-      for (const auto& [hp, v] : rounds)
-        if (hp != chosen && fastest_wins_contest(v, rounds.at(chosen), 0.0)) chosen = hp;
+      std::vector<std::pair<std::string, StreamFn>> candidates;
+      for (const auto& [hp, fn] : fns) order.push_back(hp), candidates.emplace_back(hot_path_name(hp), fn);
+      const auto heuristic = std::size_t(std::find(order.begin(), order.end(), chosen) - order.begin());
+      chosen = order[time_contest(candidates, heuristic, ctx, cand)];
       how = "fastest of the candidates timed in the order ABC CBA (sum of medians)";
     }
     if (!patch_algorithm.is_null()) cand["separate"]["algorithm"] = patch_algorithm;
