@@ -1037,8 +1037,10 @@ __global__ void __launch_bounds__(kAfterWarps * 32, 5)  // 96 registers
         const float2 f = __bfloat1622float2(as_bf162(words[j]));
         words[j] = as_u32(__floats2bfloat162_rn(f.x + add[2 * j], f.y + add[2 * j + 1]));
       }
-      *reinterpret_cast<uint4*>(c + std::size_t(token) * n + tile * 16 + 8 * half) =
-          make_uint4(words[0], words[1], words[2], words[3]);
+      // __stwb: a plain uint4 store here compiled to four 32-bit STG.E a lane (CUDA 13.0), this one
+      // to one STG.E.128.
+      __stwb(reinterpret_cast<uint4*>(c + std::size_t(token) * n + tile * 16 + 8 * half),
+             make_uint4(words[0], words[1], words[2], words[3]));
     }
   }
 }
