@@ -60,11 +60,12 @@ struct Fp4HotPatch {
   std::int64_t hot = 0;
   std::int64_t ld = 0;
 };
-// C [m, n] += R·W_hotᵀ (R [m, ld], W_hot [n, ld] in BF16, zeros past hot; FP32 sums, C read and
-// rounded to BF16 again), launched as a programmatic dependent of the kernel before it on `stream`:
-// its CTAs may multiply W_hot while that kernel runs (the streaming decode kernel lets them start
-// at once), wait for it, then add into C. m ≤ 16, n % 16 = 0, ld % 8 = 0, and each warp's tile sums
-// within the shared-memory budget (fp4_hot_patch_after_fits, which asks the GPU for its SM count).
+// C [m, n] += R·W_hotᵀ (R [m, ld], W_hot [n, ld] in BF16, zeros past hot; FP32 sums rounded to
+// BF16, added into C by a BF16 reduction), launched as a programmatic dependent of the kernel before
+// it on `stream`: its CTAs may multiply W_hot while that kernel runs (the streaming decode kernel
+// lets them start at once), wait for it, then add into C. m ≤ 16, n % 16 = 0, ld % 8 = 0, and at
+// most 8 tiles of 16 rows a warp at one CTA of 4 warps an SM (fp4_hot_patch_after_fits, which asks
+// the GPU for its SM count).
 bool fp4_hot_patch_after_fits(std::int64_t m, std::int64_t n, std::int64_t ld);
 void fp4_hot_patch_after(const __nv_bfloat16* r, const __nv_bfloat16* w_hot, std::int64_t ld, __nv_bfloat16* c,
                          std::int64_t m, std::int64_t n, cudaStream_t stream);

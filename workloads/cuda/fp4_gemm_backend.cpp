@@ -133,10 +133,10 @@ std::shared_ptr<LtGemm> bf16_gemm(std::int64_t m, std::int64_t n, std::int64_t k
 // Where a decode GEMM's hot-channel patch runs: summed in the decode kernel's epilogue; after the
 // kernel as a small BF16 cuBLASLt GEMM that accumulates R·W_hotᵀ into C (beta 1), the design the
 // recipe names; or in rafter's kernel launched as the decode kernel's programmatic dependent, which
-// multiplies W_hot while the GEMM runs and adds into C after it (fp4_hot_patch_after, m ≤ 16). The
-// epilogue's cost grows with `hot` (each output's dot product sits on every row group's critical
-// path); the separate GEMM's with W_hot's bytes plus one launch; the dependent's with W_hot's bytes
-// read beside the GEMM plus the add.
+// multiplies W_hot while the GEMM runs and adds into C after it by a BF16 reduction
+// (fp4_hot_patch_after, m ≤ 16). The epilogue's cost grows with `hot` (each output's dot product
+// sits on every row group's critical path); the separate GEMM's with W_hot's bytes plus one launch;
+// the dependent's with W_hot's bytes read beside the GEMM plus the wait for it and the reductions.
 enum class HotPath { Fused, Separate, Dependent };
 const char* hot_path_name(HotPath p) {
   return p == HotPath::Fused ? "fused" : p == HotPath::Separate ? "separate" : "dependent";
@@ -336,7 +336,8 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
                     ? "after the decode kernel, a BF16 cuBLASLt GEMM adds R·W_hotᵀ into C (beta 1; FP32 sums, C "
                       "rounded to BF16 twice)"
                     : "rafter's kernel launched as the decode kernel's programmatic dependent: W_hot multiplied by "
-                      "mma while the GEMM runs, the FP32 sums added into C after it (C rounded to BF16 twice)"},
+                      "mma while the GEMM runs, the sums rounded to BF16 and added into C after it by a BF16 "
+                      "reduction (three BF16 roundings)"},
         {"choice", how},
         {"candidates", cand}});
     record.details["hot_patch"] = share;

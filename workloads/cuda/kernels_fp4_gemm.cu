@@ -955,93 +955,92 @@ void fp4_hot_columns(const bf16* r, const bf16* w_hot, float r_scale, bf16* a16,
 }
 
 namespace {
-// fp4_hot_patch_after: while the kernel before it runs, each warp multiplies 16-row tiles of W_hot
-// (mma m16n8k16, the rows as A, R's tokens as B in two 8-token tiles; the loads of up to
-// kAfterChunks k-chunks issued together, one round trip each: with a round trip per chunk, 70B
-// gate_up's patch at hot 82 outlasted its GEMM by 76 µs on the H100) and keeps each tile's sums in
-// shared memory ([token][16 rows] floats, 1 KB a tile); then it waits for that kernel
-// (griddepcontrol.wait: its grid complete, its C visible) and adds them into C, 8 outputs a lane by
-// 16-byte loads and stores, the loads of up to kAfterChunks tiles in flight.
+// fp4_hot_patch_after: while the kernel before it runs, each warp multiplies up to kMaxTiles 16-row
+// tiles of W_hot (mma m16n8k16, R's 16 tokens as A, the tile's rows as B in two 8-row halves; the
+// loads of up to kAfterChunks k-chunks issued together, one round trip each) and keeps each tile's
+// sums in registers, rounded to BF16 and transposed within each quad so that a lane holds 8
+// adjacent outputs (4 words a tile); then it waits for that kernel (griddepcontrol.wait: its grid
+// complete, its C visible) and adds them into C by one 16-byte reduction a tile
+// (red.global.add.noftz.v4.bf16x2): nothing after the wait is waited for. C gets the BF16-rounded
+// sum and is rounded once (three BF16 roundings in all, counting the GEMM's).
 // Four warps a CTA (one an SM sub-partition) at most 96 registers a thread: a sub-partition holds
 // 16384 registers, and two CTAs of the streaming kernel (208 registers) leave 3072 of them, a warp
-// of 96 (four warps at 128 were not tried). On the H200 (bench/fp4_gemm_results.md, 2026-11-28) a %globaltimer timeline showed its
-// CTAs starting 0.5-1 µs after the GEMM's first and their multiply done long before the GEMM's end
-// on 7B o_proj, gate_up and 70B qkv; on 70B gate_up (57344 rows, 28 KB of sums a CTA) most CTAs
-// found no shared memory beside the GEMM's and started at its end. What the patch costs over the
-// GEMM is then the add after the wait: 0.5-1 µs a tile a warp, not explained (a rolled cp.async
-// ring for C was no faster). Four warps instead of two halve each warp's tiles: 7B gate_up +5.7 µs
-// against +8.0, 70B gate_up +24 against +48.
+// of 96. No shared memory, so the CTAs fit beside the GEMM's at any n it takes.
+// History, H200 (bench/fp4_gemm_results.md, 2026-11-28): a %globaltimer timeline showed the CTAs
+// starting 0.5-1 µs after the GEMM's first and their multiply done long before its end. The sums in
+// shared memory (1 KB a tile) kept 70B gate_up's CTAs (28 KB each) out until the GEMM ended; C read
+// and rewritten after the wait cost 0.5-1 µs a tile a warp. Over the GEMM alone, on 7B gate_up and
+// 70B gate_up: C stored by four 32-bit STG.E a lane +5.8 and +24 µs; one STG.E.128 +2.9 and +18
+// (same call); the reduction with the sums in registers +2.4 and +5.5 (same call); six chunks in
+// flight where a warp has at most 3 tiles, +2.0 on 7B gate_up and +0.65 on 7B down against +1.2
+// (same call; 8 tiles with 4 chunks spilled 48 bytes, 3 tiles with 6 chunks fit in 92 registers).
 constexpr int kAfterWarps = 4;
-constexpr int kAfterChunks = 8;
+constexpr int kAfterMaxTiles = 8;  // tiles a warp at most (70B gate_up, 57344 rows: 7 on 132 SMs)
+__device__ __forceinline__ unsigned pick4(const unsigned (&v)[4], int i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
+template <int kAfterChunks, int kMaxTiles>
 __global__ void __launch_bounds__(kAfterWarps * 32, 5)  // 96 registers
     hot_patch_after_kernel(const bf16* r, const bf16* w, int ld, bf16* c, int m, int n, int tiles_per_warp) {
-  extern __shared__ __align__(16) float stash[];  // [warp][tile][token 16][row 16]
-  const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4, wib = threadIdx.x / 32;
-  const int warp = blockIdx.x * kAfterWarps + wib, warps = gridDim.x * kAfterWarps, tiles = n / 16;
+  const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  const int warp = blockIdx.x * kAfterWarps + threadIdx.x / 32, warps = gridDim.x * kAfterWarps, tiles = n / 16;
   const int chunks = (ld + 15) / 16;
   const auto pair = [&](const bf16* base, int row, int col, bool ok) -> unsigned {
     return ok && col < ld ? __ldg(reinterpret_cast<const unsigned*>(base + std::size_t(row) * ld + col)) : 0u;
   };
-  float* mine = stash + std::size_t(wib) * tiles_per_warp * 256;
-  for (int t = 0; t < tiles_per_warp; ++t) {
+  // sums[t][x]: after the quad's transpose below, this lane's 8 outputs of tile t (token
+  // g + 8·(q / 2), rows 8·(q % 2) … + 7 of the tile) as 4 BF16 pairs.
+  unsigned sums[kMaxTiles][4];
+#pragma unroll
+  for (int t = 0; t < kMaxTiles; ++t) {
     const int tile = warp + t * warps;
-    if (tile >= tiles) break;
+    if (t >= tiles_per_warp || tile >= tiles) break;
     const int row = tile * 16 + g;
-    float acc[2][4] = {};
+    float acc[2][4] = {};  // acc[h]: R's 16 tokens (A) × the tile's rows 8h … 8h + 7 (B)
     for (int ch0 = 0; ch0 < chunks; ch0 += kAfterChunks) {
-      unsigned a[kAfterChunks][4], b[kAfterChunks][4];
+      unsigned wa[kAfterChunks][4], rb[kAfterChunks][4];
 #pragma unroll
       for (int i = 0; i < kAfterChunks; ++i) {  // past the last chunk col >= ld: zeros, no load
         const int col = (ch0 + i) * 16 + 2 * q;
-        a[i][0] = pair(w, row, col, true), a[i][1] = pair(w, row + 8, col, true);
-        a[i][2] = pair(w, row, col + 8, true), a[i][3] = pair(w, row + 8, col + 8, true);
-        b[i][0] = pair(r, g, col, g < m), b[i][1] = pair(r, g, col + 8, g < m);
-        b[i][2] = pair(r, 8 + g, col, 8 + g < m), b[i][3] = pair(r, 8 + g, col + 8, 8 + g < m);
+        wa[i][0] = pair(w, row, col, true), wa[i][1] = pair(w, row + 8, col, true);
+        wa[i][2] = pair(w, row, col + 8, true), wa[i][3] = pair(w, row + 8, col + 8, true);
+        rb[i][0] = pair(r, g, col, g < m), rb[i][1] = pair(r, g, col + 8, g < m);
+        rb[i][2] = pair(r, 8 + g, col, 8 + g < m), rb[i][3] = pair(r, 8 + g, col + 8, 8 + g < m);
       }
 #pragma unroll
       for (int i = 0; i < kAfterChunks; ++i) {
         if (ch0 + i >= chunks) break;
-        dev::mma_bf16(acc[0], a[i][0], a[i][1], a[i][2], a[i][3], b[i][0], b[i][1]);
-        dev::mma_bf16(acc[1], a[i][0], a[i][1], a[i][2], a[i][3], b[i][2], b[i][3]);
+        dev::mma_bf16(acc[0], rb[i][0], rb[i][2], rb[i][1], rb[i][3], wa[i][0], wa[i][2]);
+        dev::mma_bf16(acc[1], rb[i][0], rb[i][2], rb[i][1], rb[i][3], wa[i][1], wa[i][3]);
       }
     }
+    // acc[h][2·tt + e]: token g + 8·tt, row 8h + 2q + e. Word h + 2·tt of the quad's lane j holds
+    // rows 8h + 2j, 2j + 1; lane q gathers word q of all four lanes (a 4×4 transpose in the quad).
+    const unsigned words[4] = {as_u32(__floats2bfloat162_rn(acc[0][0], acc[0][1])),
+                               as_u32(__floats2bfloat162_rn(acc[1][0], acc[1][1])),
+                               as_u32(__floats2bfloat162_rn(acc[0][2], acc[0][3])),
+                               as_u32(__floats2bfloat162_rn(acc[1][2], acc[1][3]))};
 #pragma unroll
-    for (int tt = 0; tt < 2; ++tt)
+    for (int s = 0; s < 4; ++s) {
+      const unsigned v = s == 0 ? words[q] : __shfl_xor_sync(0xffffffffu, pick4(words, q ^ s), s);
 #pragma unroll
-      for (int i = 0; i < 4; ++i)  // acc[tt][i]: token tt·8 + 2q + i % 2, row g + 8·(i / 2)
-        mine[t * 256 + (tt * 8 + 2 * q + i % 2) * 16 + g + 8 * (i / 2)] = acc[tt][i];
+      for (int j = 0; j < 4; ++j)
+        if ((q ^ s) == j) sums[t][j] = v;
+    }
   }
-  __syncwarp();  // the add below reads what the warp's other lanes stored
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  const int token = lane / 2, half = lane % 2;  // this lane's 8 rows of each tile: 8·half …
+  // The add: one 16-byte reduction a tile (red.global.add.noftz.v4.bf16x2, no load of C, nothing
+  // waited for): C + the BF16-rounded sum, rounded once.
+  const int token = g + 8 * (q / 2);
   if (token >= m) return;
-  for (int t0 = 0; t0 < tiles_per_warp; t0 += kAfterChunks) {
-    uint4 old[kAfterChunks];
 #pragma unroll
-    for (int i = 0; i < kAfterChunks; ++i) {
-      const int tile = warp + (t0 + i) * warps;
-      old[i] = t0 + i < tiles_per_warp && tile < tiles
-                   ? *reinterpret_cast<const uint4*>(c + std::size_t(token) * n + tile * 16 + 8 * half)
-                   : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int i = 0; i < kAfterChunks; ++i) {
-      const int tile = warp + (t0 + i) * warps;
-      if (t0 + i >= tiles_per_warp || tile >= tiles) break;
-      const float4* v = reinterpret_cast<const float4*>(mine + (t0 + i) * 256 + token * 16 + 8 * half);
-      const float4 p0 = v[0], p1 = v[1];
-      const float add[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
-      unsigned words[4] = {old[i].x, old[i].y, old[i].z, old[i].w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float2 f = __bfloat1622float2(as_bf162(words[j]));
-        words[j] = as_u32(__floats2bfloat162_rn(f.x + add[2 * j], f.y + add[2 * j + 1]));
-      }
-      // __stwb: a plain uint4 store here compiled to four 32-bit STG.E a lane (CUDA 13.0), this one
-      // to one STG.E.128.
-      __stwb(reinterpret_cast<uint4*>(c + std::size_t(token) * n + tile * 16 + 8 * half),
-             make_uint4(words[0], words[1], words[2], words[3]));
-    }
+  for (int t = 0; t < kMaxTiles; ++t) {
+    const int tile = warp + t * warps;
+    if (t >= tiles_per_warp || tile >= tiles) break;
+    bf16* p = c + std::size_t(token) * n + tile * 16 + 8 * (q % 2);
+    asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(sums[t][0]),
+                 "r"(sums[t][1]), "r"(sums[t][2]), "r"(sums[t][3])
+                 : "memory");
   }
 }
 
@@ -1050,7 +1049,7 @@ __global__ void __launch_bounds__(kAfterWarps * 32, 5)  // 96 registers
 std::int64_t after_tiles_per_warp(std::int64_t n) {
   const std::int64_t warps = std::int64_t(sm_count()) * kAfterWarps;
   const std::int64_t per_warp = std::max<std::int64_t>(1, (n / 16 + warps - 1) / warps);
-  return std::size_t(kAfterWarps * per_warp * 256) * sizeof(float) <= std::size_t(kBudgets[1]) ? per_warp : 0;
+  return per_warp <= kAfterMaxTiles ? per_warp : 0;
 }
 }  // namespace
 
@@ -1062,27 +1061,21 @@ bool fp4_hot_patch_after_fits(std::int64_t m, std::int64_t n, std::int64_t ld) {
 void fp4_hot_patch_after(const bf16* r, const bf16* w_hot, std::int64_t ld, bf16* c, std::int64_t m, std::int64_t n,
                          cudaStream_t stream) {
   if (!fp4_hot_patch_after_fits(m, n, ld))
-    throw InputError("fp4 hot patch after: needs m <= 16, n % 16 == 0, ld % 8 == 0 and the tiles' sums in shared memory");
+    throw InputError("fp4 hot patch after: needs m <= 16, n % 16 == 0, ld % 8 == 0 and at most 8 tiles of 16 rows a warp");
   const std::int64_t per_warp = after_tiles_per_warp(n);
   const std::int64_t ctas = (n / 16 + per_warp * kAfterWarps - 1) / (per_warp * kAfterWarps);
   cudaLaunchConfig_t launch = {};
   launch.gridDim = dim3(unsigned(ctas));
   launch.blockDim = dim3(kAfterWarps * 32);
-  launch.dynamicSmemBytes = std::size_t(kAfterWarps * per_warp * 256) * sizeof(float);
   launch.stream = stream;
-  static PerDevice<bool> opted_in;
-  opted_in.get([] {
-    RAFTER_CUDA_CHECK(cudaFuncSetAttribute(hot_patch_after_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           kBudgets[1]));
-    return true;
-  });
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   launch.attrs = attr;
   launch.numAttrs = 1;
-  RAFTER_CUDA_CHECK(cudaLaunchKernelEx(&launch, hot_patch_after_kernel, r, w_hot, int(ld), c, int(m), int(n),
-                                       int(per_warp)));
+  // Up to 3 tiles a warp, 6 k-chunks in flight (one round trip a tile up to hot 96); up to 8, 2.
+  auto* kernel = per_warp <= 3 ? hot_patch_after_kernel<6, 3> : hot_patch_after_kernel<2, kAfterMaxTiles>;
+  RAFTER_CUDA_CHECK(cudaLaunchKernelEx(&launch, kernel, r, w_hot, int(ld), c, int(m), int(n), int(per_warp)));
   RAFTER_CUDA_LAUNCH_CHECK("fp4 hot patch after");
 }
 
