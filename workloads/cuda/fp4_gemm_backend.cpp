@@ -274,8 +274,9 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
   // A decode GEMM with its hot patch: every patch path that fits (HotPath) checked on the check
   // problem, then (with the algorithm search on) timed on the full one twice each, in the order ABC
   // CBA under the record's conditions; the lowest sum of medians runs the record, timed afresh.
-  // Without the search, the separate GEMM. details.hot_patch says which ran, how it was chosen, and
-  // each candidate's check and contest medians.
+  // Without the search, the dependent kernel where it fits, else the separate GEMM.
+  // details.hot_patch says which ran, how it was chosen, and each candidate's check and contest
+  // medians.
   static void run_hot_decode(const OpInstance& inst, const ExecContext& ctx, const PathChoice& path,
                              OperatorRecord& record) {
     require_gpu(ctx.device);
@@ -306,11 +307,17 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     for (HotPath hp : viable)
       if (all.count(hp)) fns[hp] = all.at(hp);
     RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
-    // Without the search: the separate GEMM. On the H100's 16-token Llama-2 rows (2026-11-28, at
-    // 32 channels and at 1 % of K) it was at most 11 % slower than the contest's winner, the
-    // epilogue up to 44 % (70B gate_up at hot 82: 174.6 µs against 121.1).
-    HotPath chosen = fns.count(HotPath::Separate) ? HotPath::Separate : fns.begin()->first;
-    std::string how = fns.size() == 1 ? "the only candidate that passed its check" : "heuristic: the separate GEMM";
+    // Without the search: the dependent kernel where it fits, else the separate GEMM. On the H200's
+    // 16-token Llama-2 rows at 1 % of K (2026-11-28, bench/fp4_gemm_results.md) the dependent
+    // kernel (reduction form) won all eight contests in each of three calls, the separate GEMM
+    // 0.6-13 % slower; on the H100 the separate GEMM was within 11 % of the winner with the older
+    // dependent form, the epilogue up to 44 % slower (70B gate_up at hot 82: 174.6 µs against 121.1).
+    HotPath chosen = fns.count(HotPath::Dependent)  ? HotPath::Dependent
+                     : fns.count(HotPath::Separate) ? HotPath::Separate
+                                                    : fns.begin()->first;
+    std::string how = fns.size() == 1 ? "the only candidate that passed its check"
+                      : chosen == HotPath::Dependent ? "heuristic: the dependent kernel"
+                                                     : "heuristic: the separate GEMM";
     if (fns.size() > 1 && time_all) {
       // ABC CBA (time_contest); the lowest sum of medians runs the record, timed afresh.
       std::vector<HotPath> order;
