@@ -309,9 +309,10 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
     RAFTER_CUDA_CHECK(cudaDeviceSynchronize());
     // Without the search: the dependent kernel where it fits, else the separate GEMM. On the H200's
     // 16-token Llama-2 rows at 1 % of K (2026-11-28, bench/fp4_gemm_results.md) the dependent
-    // kernel (reduction form) won all eight contests in each of three calls, the separate GEMM
-    // 0.6-13 % slower; on the H100 the separate GEMM was within 11 % of the winner with the older
-    // dependent form, the epilogue up to 44 % slower (70B gate_up at hot 82: 174.6 µs against 121.1).
+    // kernel (reduction form: 2 chunks in one call, as committed in two) won all eight contests in
+    // each of three calls, the separate GEMM 0.6-14 % slower (committed form). On the H100 the
+    // separate GEMM was within 11 % of the winner with the older dependent form, the epilogue up to
+    // 44 % slower (70B gate_up at hot 82: 174.6 µs against 121.1).
     HotPath chosen = fns.count(HotPath::Dependent)  ? HotPath::Dependent
                      : fns.count(HotPath::Separate) ? HotPath::Separate
                                                     : fns.begin()->first;
