@@ -34,7 +34,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temp
   --format=csv,noheader | tee "$out/nvidia-smi.csv"
 
 if has tests; then
-  "$build/tests/test_workloads" \
+  timeout "${TESTS_TIMEOUT:-450}" "$build/tests/test_workloads" \
     --gtest_filter="${TEST_FILTER:-Fp4GemmCuda.*:GpuQuant.*:GpuKernelsCuda.Fp4GemmTimesItsHotPatch}" >"$out/test_fp4.log" 2>&1
   echo "test_workloads (FP4, quantizers, hot patch): exit $?"
   grep -E -A3 "^\[  (PASSED|FAILED) |Failure|^hot patch" "$out/test_fp4.log" | head -40
@@ -55,7 +55,8 @@ fi
 # HOT_TOKENS (16) tokens with the recipe's HOT (32) channels, HOT_ROUNDS (2) rounds; each record
 # times its GEMM with the patch and the same GEMM without it (details.hot_patch), and prints which
 # patch path won the record's contest (the epilogue, a separate BF16 GEMM or the dependent kernel)
-# with the mean of each one's contest medians. HOT=1% takes
+# with the mean of each one's contest medians (HOT_ALGO=heuristic: no contest, the path the heuristic
+# picks, checked and timed). HOT=1% takes
 # that share of each linear's input channels instead (the issue's k: 41 at K 4096, 287 at 28672).
 if has hot; then
   # model_layer:n:k:hot of the FP4 GEMM table's linears (bench/gpu_operators_vs_pytorch.py's
@@ -69,7 +70,7 @@ print(" ".join(f"{m}_{l}:{n}:{k}:{hot(k)}" for m, l, n, k in LINEARS if l in LAY
     for row in $hot_rows; do
       IFS=: read -r name n k hot <<<"$row"
       f="$out/hot-$name-$round.json"
-      timeout 60 "$rafter" profile --device cuda --op gemm --dtype nvfp4 --phase fwd \
+      timeout 60 "$rafter" profile --device cuda --op gemm --dtype nvfp4 --phase fwd --algo "${HOT_ALGO:-best}" \
         --shape "m=${HOT_TOKENS:-16},n=$n,k=$k,batch=1,hot=$hot" -o "$f" >"$f.txt" 2>&1 ||
         { echo "hot $name: exit $?"; tail -2 "$f.txt"; continue; }
       python3 - "$f" "$name" "$round" <<'PY'
@@ -78,7 +79,8 @@ r = json.load(open(sys.argv[1]))["records"][0]
 h = r["details"]["hot_patch"]
 c = h.get("candidates", {})
 med = lambda p: sum(c[p]["contest_seconds"]) / len(c[p]["contest_seconds"]) * 1e6 if "contest_seconds" in c.get(p, {}) else float("nan")
-print(f"hot patch {sys.argv[2]:<16} round {sys.argv[3]} ({h['channels']} channels): with {r['time']['value'] * 1e6:8.2f} us,"
+print(f"hot patch {sys.argv[2]:<16} round {sys.argv[3]} ({h['channels']} channels, {r['status']}, check "
+      f"{'passed' if r.get('check', {}).get('passed') else 'NOT passed'}): with {r['time']['value'] * 1e6:8.2f} us,"
       f" without {h['gemm_without_patch_seconds'] * 1e6:8.2f} us, share {h['patch_share'] * 100:5.1f} %"
       f" [{h.get('path', 'prefill')}; contest fused {med('fused'):.2f} / separate {med('separate'):.2f}"
       f" / dependent {med('dependent'):.2f} us]")
