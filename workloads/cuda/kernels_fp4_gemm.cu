@@ -974,6 +974,12 @@ namespace {
 // (same call); the reduction with the sums in registers +2.4 and +5.5 (same call); six chunks in
 // flight where a warp has at most 3 tiles, +2.0 on 7B gate_up and +0.65 on 7B down against +1.2
 // (same call; 8 tiles with 4 chunks spilled 48 bytes, 3 tiles with 6 chunks fit in 92 registers).
+// Where the remaining cost goes (2026-11-28, eighth session, same call, 7B gate_up over the GEMM):
+// the kernel with neither multiply nor reductions +0.5-0.75 µs, the multiply alone +1.3-1.6, the
+// reductions alone +1.9, both +1.8-2.7. Tried and dropped: each tile waiting for a word the decode
+// kernel sets once the tile's row group is written, instead of griddepcontrol.wait (a release per
+// row group in the GEMM, +0.7-3 µs over this kernel; with a relaxed add it won only 70B gate_up, by
+// 0.4 µs, and relied on the cluster barrier for GPU-wide visibility).
 constexpr int kAfterWarps = 4;
 constexpr int kAfterMaxTiles = 8;  // tiles a warp at most (70B gate_up, 57344 rows: 7 on 132 SMs)
 __device__ __forceinline__ unsigned pick4(const unsigned (&v)[4], int i) {
