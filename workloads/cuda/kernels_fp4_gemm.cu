@@ -978,8 +978,9 @@ namespace {
 // the kernel with neither multiply nor reductions +0.5-0.75 µs, the multiply alone +1.3-1.6, the
 // reductions alone +1.9, both +1.8-2.7. Tried and dropped: each tile waiting for a word the decode
 // kernel sets once the tile's row group is written, instead of griddepcontrol.wait (a release per
-// row group in the GEMM, +0.7-3 µs over this kernel; with a relaxed add it won only 70B gate_up, by
-// 0.4 µs, and relied on the cluster barrier for GPU-wide visibility).
+// row group in the GEMM, +0.6-3.4 µs over this kernel; with a relaxed add it won only 70B gate_up,
+// by 0.4 µs, and relied on the cluster barrier for GPU-wide visibility); and the GEMM letting this
+// kernel in after its first row group instead of at its start (no difference beyond the spread).
 constexpr int kAfterWarps = 4;
 constexpr int kAfterMaxTiles = 8;  // tiles a warp at most (70B gate_up, 57344 rows: 7 on 132 SMs)
 __device__ __forceinline__ unsigned pick4(const unsigned (&v)[4], int i) {
