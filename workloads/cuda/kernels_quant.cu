@@ -453,22 +453,35 @@ __device__ __forceinline__ void fp8_words(const float (&f)[N], float ts, std::ui
   for (int j = 0; j < N / 4; ++j) w[j] = fp8_word<F>(y[4 * j], y[4 * j + 1], y[4 * j + 2], y[4 * j + 3]);
 }
 
-// FP8 per tensor, 8 values a thread, the tensor as a flat array (FP4 row-wise has quantize_rows16_kernel).
+// FP8 per tensor, the tensor as a flat array (FP4 row-wise has quantize_rows16_kernel): a thread
+// issues the loads of kFlatVectors vectors of 8 values (kThreads apart), then waits for the amax
+// pass (a programmatic dependent, launch_encoding) and encodes them. On the H200, against one
+// vector a thread in plain stream order (2026-11-28, bench/quant_results.md): 4096² 22.2 µs against
+// 22.6, 8192² 79.5 against 79.9; one vector a thread as a dependent took 27.3 (the H100's 31.1
+// against 26.8 before).
+constexpr int kFlatVectors = 4;
 template <QuantFormat F, bool Rht, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_flat_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
-  const std::int64_t nvec = n / 8;
-  const std::int64_t block = gridDim.x - 1 - blockIdx.x;
-  const std::int64_t v = block * kThreads + threadIdx.x;
-  const bool valid = v < nvec;
-  float f[8];
-  load_vector(x, v, valid, true, f);
-  if (Rht) hadamard16_pair(f, threadIdx.x & 1);
   static_assert(is_fp8(F), "FP4 row-wise: quantize_rows16_kernel");
-  const float ts = __ldg(q.tensor_scale);  // launched after the amax pass
-  std::uint32_t w[2];
-  fp8_words<F>(f, ts, w);
-  if (valid) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
+  const std::int64_t nvec = n / 8;
+  const std::int64_t first = (gridDim.x - 1 - blockIdx.x) * std::int64_t(kThreads) * kFlatVectors + threadIdx.x;
+  float f[kFlatVectors][8];
+#pragma unroll
+  for (int u = 0; u < kFlatVectors; ++u) {
+    const std::int64_t v = first + u * kThreads;
+    load_vector(x, v, v < nvec, true, f[u]);
+  }
+  wait_for_amax();
+  const float ts = __ldcg(q.tensor_scale);
+#pragma unroll
+  for (int u = 0; u < kFlatVectors; ++u) {
+    const std::int64_t v = first + u * kThreads;
+    if (Rht) hadamard16_pair(f[u], threadIdx.x & 1);
+    std::uint32_t w[2];
+    fp8_words<F>(f[u], ts, w);
+    if (v < nvec) reinterpret_cast<uint2*>(q.codes)[v] = make_uint2(w[0], w[1]);
+  }
   if (blockIdx.x == gridDim.x - 1)  // the last (reversed: first) CTA takes the values past the last vector
     for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
       q.codes[e] = fp8_byte<F>(__bfloat162float(x[e]) / ts);
@@ -830,9 +843,6 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- launchers -------------------------------------------------------------------------------
 
-unsigned vector_blocks(std::int64_t n) {
-  return unsigned(std::max<std::int64_t>(1, (n / 8 + kThreads - 1) / kThreads));
-}
 
 void check_shape(QuantFormat f, std::int64_t rows, std::int64_t cols, bool rht) {
   const int bc = block_cols(f);
@@ -889,8 +899,6 @@ void with_encoding(QuantFormat f, const QuantLaunchOptions& o, Fn&& fn) {
 // wait_for_amax), as a programmatic dependent of it (the amax CTAs call let_encoding_launch). MXFP4
 // has none: the kernel before it may be the one writing x, which the encoding kernel reads before its
 // wait. RAFTER_QUANT_PDL=0 launches them in plain stream order: the A/B of bench/quant_vs_pytorch.sh.
-// quantize_flat_kernel (FP8, 8 values a thread) is not dependent: with the barrier and the
-// wait it took 31.1 µs at 4096² in FP8 instead of 26.8 (H100, bench/quant_results.md), PDL or not.
 template <QuantFormat F, class... Params, class... Args>
 void launch_encoding(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, const char* what,
                      bool dependent, Args... args) {
@@ -958,8 +966,10 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
     launch_encoding<F>(quantize_rows16_kernel<F, Rht, Sr>, dim3(grid), stream, "quantize_rows16_kernel", true,
                        x, q, rows * cols, sr_keys(seed));
   } else {
-    launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(vector_blocks(rows * cols)), stream,
-                       "quantize_flat_kernel", false, x, q, rows * cols, seed);
+    const std::int64_t per_cta = std::int64_t(kThreads) * kFlatVectors;
+    const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 8 + per_cta - 1) / per_cta));
+    launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(grid), stream, "quantize_flat_kernel", true, x, q,
+                       rows * cols, seed);
   }
 }
 
