@@ -843,7 +843,6 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- launchers -------------------------------------------------------------------------------
 
-
 void check_shape(QuantFormat f, std::int64_t rows, std::int64_t cols, bool rht) {
   const int bc = block_cols(f);
   if (rows <= 0 || cols <= 0) throw InputError("quantize: rows and cols must be positive");
