@@ -465,7 +465,8 @@ __global__ void __launch_bounds__(kThreads)
     quantize_flat_kernel(const bf16* x, QuantTensorRef q, std::int64_t n, std::uint64_t seed) {
   static_assert(is_fp8(F), "FP4 row-wise: quantize_rows16_kernel");
   const std::int64_t nvec = n / 8;
-  const std::int64_t first = (gridDim.x - 1 - blockIdx.x) * std::int64_t(kThreads) * kFlatVectors + threadIdx.x;
+  const std::int64_t first =
+      (gridDim.x - 1 - blockIdx.x) * std::int64_t(kThreads) * kFlatVectors + threadIdx.x;
   float f[kFlatVectors][8];
 #pragma unroll
   for (int u = 0; u < kFlatVectors; ++u) {
@@ -843,6 +844,12 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- launchers -------------------------------------------------------------------------------
 
+// CTAs of kThreads for n values as vectors of 8, `per_thread` vectors a thread (at least one CTA).
+unsigned vector_blocks(std::int64_t n, int per_thread) {
+  const std::int64_t per_cta = std::int64_t(kThreads) * per_thread;
+  return unsigned(std::max<std::int64_t>(1, (n / 8 + per_cta - 1) / per_cta));
+}
+
 void check_shape(QuantFormat f, std::int64_t rows, std::int64_t cols, bool rht) {
   const int bc = block_cols(f);
   if (rows <= 0 || cols <= 0) throw InputError("quantize: rows and cols must be positive");
@@ -894,20 +901,20 @@ void with_encoding(QuantFormat f, const QuantLaunchOptions& o, Fn&& fn) {
   }
 }
 
-// Launches an encoding kernel of format F; where F has an amax pass and `dependent` (the kernel calls
-// wait_for_amax), as a programmatic dependent of it (the amax CTAs call let_encoding_launch). MXFP4
-// has none: the kernel before it may be the one writing x, which the encoding kernel reads before its
-// wait. RAFTER_QUANT_PDL=0 launches them in plain stream order: the A/B of bench/quant_vs_pytorch.sh.
+// Launches an encoding kernel of format F; where F has an amax pass (every format but MXFP4; the
+// kernel calls wait_for_amax before it reads the tensor scale), as a programmatic dependent of it
+// (the amax CTAs call let_encoding_launch). MXFP4 has none: the kernel before it may be the one
+// writing x, which the encoding kernel reads before any wait. RAFTER_QUANT_PDL=0 launches them in plain stream order: the A/B of bench/quant_vs_pytorch.sh.
 template <QuantFormat F, class... Params, class... Args>
 void launch_encoding(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, const char* what,
-                     bool dependent, Args... args) {
+                     Args... args) {
   static const bool pdl = [] {
     const char* env = std::getenv("RAFTER_QUANT_PDL");
     return !(env && std::string(env) == "0");
   }();
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = F != QuantFormat::Mxfp4 && dependent && pdl;
+  attr.val.programmaticStreamSerializationAllowed = F != QuantFormat::Mxfp4 && pdl;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kThreads);
@@ -921,8 +928,8 @@ template <QuantFormat F, bool RhtCols, bool Sr>
 void launch_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows, std::int64_t cols,
                  std::uint64_t seed, cudaStream_t stream) {
   const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned((rows + kTile - 1) / kTile));
-  launch_encoding<F>(quantize_both_kernel<F, RhtCols, Sr>, grid, stream, "quantize_both_kernel", true, x, q,
-                     qt, rows, cols, sr_keys(seed), sr_keys(seed + 1));
+  launch_encoding<F>(quantize_both_kernel<F, RhtCols, Sr>, grid, stream, "quantize_both_kernel", x, q, qt,
+                     rows, cols, sr_keys(seed), sr_keys(seed + 1));
 }
 
 // transpose=1: the amax pass (both maxima in one read where the RHT makes them differ), then one
@@ -958,17 +965,15 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
   if constexpr (F == QuantFormat::Nvfp4Tile16) {
     const dim3 grid(unsigned((cols / 16 + kThreads / 8 - 1) / (kThreads / 8)),
                     unsigned(rows / 16));  // 32 tiles a CTA
-    launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", true, x, q,
-                       cols, sr_keys(seed));
+    launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", x, q, cols,
+                       sr_keys(seed));
   } else if constexpr (F == QuantFormat::Nvfp4 || F == QuantFormat::Mxfp4) {
     const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
-    launch_encoding<F>(quantize_rows16_kernel<F, Rht, Sr>, dim3(grid), stream, "quantize_rows16_kernel", true,
-                       x, q, rows * cols, sr_keys(seed));
+    launch_encoding<F>(quantize_rows16_kernel<F, Rht, Sr>, dim3(grid), stream, "quantize_rows16_kernel", x, q,
+                       rows * cols, sr_keys(seed));
   } else {
-    const std::int64_t per_cta = std::int64_t(kThreads) * kFlatVectors;
-    const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 8 + per_cta - 1) / per_cta));
-    launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(grid), stream, "quantize_flat_kernel", true, x, q,
-                       rows * cols, seed);
+    launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(vector_blocks(rows * cols, kFlatVectors)),
+                       stream, "quantize_flat_kernel", x, q, rows * cols, seed);
   }
 }
 
@@ -977,8 +982,7 @@ void launch_decode(QuantTensorRef q, Out* out, std::int64_t rows, std::int64_t c
                    cudaStream_t stream) {
   check_shape(f, rows, cols, false);
   const std::int64_t n = rows * cols;
-  const std::int64_t per_block = std::int64_t(kThreads) * kDecodeVectorsPerThread;
-  const unsigned grid = unsigned(std::max<std::int64_t>(1, (n / 8 + per_block - 1) / per_block));
+  const unsigned grid = vector_blocks(n, kDecodeVectorsPerThread);
   switch (f) {
     case QuantFormat::Nvfp4:
       dequantize_kernel<QuantFormat::Nvfp4><<<grid, kThreads, 0, stream>>>(q, out, n, cols);
