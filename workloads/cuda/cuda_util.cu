@@ -1,6 +1,7 @@
 // CUDA helpers: checked calls, device buffers, conversions, random fill, version facts.
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -39,6 +40,19 @@ int sm_count() {
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(SMs)");
   return sms;
+}
+
+double datasheet_dram_bytes_per_sm() {
+  static PerDevice<double> per_device;
+  return per_device.get([] {
+    int device = 0, mem_khz = 0, bus_bits = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    check_cuda(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device),
+               "cudaDeviceGetAttribute(memory clock)");
+    check_cuda(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device),
+               "cudaDeviceGetAttribute(memory bus width)");
+    return double(mem_khz) * 1e3 * 2.0 * bus_bits / 8.0 / std::max(1, sm_count());
+  });
 }
 
 std::size_t dtype_bytes(DType t) {

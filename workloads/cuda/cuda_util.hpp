@@ -27,6 +27,11 @@ void check_cuda(cudaError_t status, const char* what);
 // SMs of the current device.
 int sm_count();
 
+// The current device's DRAM bandwidth by its datasheet (memory clock × bus width × 2) shared out
+// over its SMs, bytes/s an SM: how many bytes an SM must keep in flight grows with it (a launch
+// shape, not a ceiling; H100 SXM about 25 GB/s, H200 about 37).
+double datasheet_dram_bytes_per_sm();
+
 // A value made once per device, for what belongs to the device that was current when it was made:
 // function attributes (the dynamic shared-memory opt-in) and what depends on them (occupancy).
 // `make` runs outside any graph capture in rafter (a shape's first launch is its check's).

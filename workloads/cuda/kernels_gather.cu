@@ -70,15 +70,17 @@ __global__ void rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__
       ol[e] = l[e] * cs.x - h[e] * cs.y;
       oh[e] = h[e] * cs.x + l[e] * cs.y;
     }
-    bf16* dst = slot.dst;
+    store8(slot.dst, from_float8(ol));
+    store8(slot.dst + d / 2, from_float8(oh));
+    // Past 1024 vectors a token only: the next vector is loaded after this one's stores, so no
+    // register holds two vectors (43 registers, 5 blocks of 256 an SM, when the next loads went
+    // out first; 31 and 8 blocks now: 72.5 → 66.3 µs on the H200 at 16384 tokens × 32 heads).
     item += blockDim.x;
-    if (item < items) {  // the next vector's loads go out before this one's stores
+    if (item < items) {
       slot = rope_slot(item, q_items, half_vecs, d, q, k, qo, ko, token, q_heads, kv_heads);
       lo = load8(slot.src);
       hi = load8(slot.src + d / 2);
     }
-    store8(dst, from_float8(ol));
-    store8(dst + d / 2, from_float8(oh));
   }
 }
 
@@ -187,52 +189,74 @@ __global__ void cross_entropy_bwd_online_kernel(const bf16* __restrict__ logits,
   }
 }
 
-// One 4-element chunk a thread in blocks of 1024 threads (every warp-wide access one contiguous
-// span), loads and stores in the order torch.compile's kernel issues them (master, m, grad, v;
-// out, v, m, master), 32-bit indices where n allows. Plain (coherent) loads: the kernel writes the
-// arrays in place; cuda.bandwidth's streams with evict-first hints (.cs) ran slower on the H100.
-// Measured on the H100 at 2^28 parameters, median us against torch.compile's 2507.5-2510.1 (its
-// faster mode; it also runs at 2531.8-2533.5): this kernel 2509.6; 32-bit indices with 512 threads
-// 2520.4, with 128 threads 2524.5; 64-bit indices with 1024 / 512 threads 2512.0 / 2513.0; 8 adjacent
-// elements a thread in blocks of 256 (the former kernel) 2525.3; 2 or 4 chunks a thread
-// 2517.2-2522.8; a grid of 8 blocks an SM walking the array 2729.1. No __launch_bounds__: with
-// (1024) ptxas fit 32 registers and spilled (2970 us); without, 40 registers, one block an SM.
-template <class Index>
+// AdamW's update of one element in place (FP32 master, moments; the gradient in FP32).
+__device__ __forceinline__ void adamw_element(float& w, float& mm, float& vv, float g, const AdamWParams& p,
+                                              float bc1, float bc2) {
+  mm = p.beta1 * mm + (1.f - p.beta1) * g;
+  vv = p.beta2 * vv + (1.f - p.beta2) * g * g;
+  w -= p.lr * ((mm / bc1) / (sqrtf(vv / bc2) + p.eps) + p.weight_decay * w);
+}
+
+// CH chunks of 4 elements a thread, blockDim.x × 4 elements apart (every warp-wide access one
+// contiguous span), all CH chunks' loads issued first, then loads and stores in the order
+// torch.compile's kernel issues them (master, m, grad, v; out, v, m, master), 32-bit indices where
+// n allows. Plain (coherent) loads: the kernel writes the arrays in place; cuda.bandwidth's streams
+// with evict-first hints (.cs) ran slower on the H100. The launch shape follows the DRAM bandwidth
+// an SM serves (adamw_step). Median µs at 2^28 parameters, each against torch.compile in the same
+// call:
+// - H100 (about 25 GB/s an SM): 1024 threads × 1 chunk 2509.6 against 2507.5–2510.1 (compile's
+//   faster mode; it also runs at 2531.8–2533.5); 32-bit indices with 512 threads 2520.4, with 128
+//   threads 2524.5; 2 or 4 chunks 2517.2–2522.8; a grid of 8 blocks an SM walking the array 2729.1.
+// - H200 (about 37 GB/s an SM), three rounds a call. One machine: 1024 × 1 1842.8–1844.0,
+//   256 × 1 1806.0–1806.5, 128 × 2 1804.5–1804.8, 256 × 2 1828.3, 128 × 4 1844.7–1845.2; compile
+//   1796.0–1796.7. Another: this kernel (128 × 2) 1797.1–1798.0, 256 × 1 1796.4–1797.0, 1024 × 1
+//   1818.0–1818.4; compile 1808.0–1808.8; reciprocal bias corrections or loads grouped by array
+//   gained nothing. With 40 registers a 1024-thread block holds an SM alone: 57 KB of loads in
+//   flight, enough for the H100's bandwidth and not for the H200's; 128 × 2 (56 registers, 8
+//   blocks) keeps 114 KB. No __launch_bounds__: with (1024) ptxas fit 32 registers and spilled
+//   (H100, 2970 us).
+template <class Index, int CH>
 __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
                              float* __restrict__ v, bf16* __restrict__ out, Index n, AdamWParams p, float bc1,
                              float bc2) {
-  const Index at = (Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x)) * 4;
-  if (at + 4 <= n) {
-    float4 w = *reinterpret_cast<const float4*>(master + at);
-    float4 mm = *reinterpret_cast<const float4*>(m + at);
-    const uint2 raw = __ldg(reinterpret_cast<const uint2*>(grad + at));
-    float4 vv = *reinterpret_cast<const float4*>(v + at);
-    const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
-    const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
-    const float g[4] = {lo.x, lo.y, hi.x, hi.y};
-    float* ww = &w.x;
-    float* wm = &mm.x;
-    float* wv = &vv.x;
+  const Index at0 = (Index(blockIdx.x) * Index(blockDim.x) * CH + Index(threadIdx.x)) * 4;
+  float4 w[CH], mm[CH], vv[CH];
+  uint2 raw[CH];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      wm[e] = p.beta1 * wm[e] + (1.f - p.beta1) * g[e];
-      wv[e] = p.beta2 * wv[e] + (1.f - p.beta2) * g[e] * g[e];
-      const float update = (wm[e] / bc1) / (sqrtf(wv[e] / bc2) + p.eps);
-      ww[e] = ww[e] - p.lr * (update + p.weight_decay * ww[e]);
+  for (int c = 0; c < CH; ++c) {
+    const Index at = at0 + Index(c) * Index(blockDim.x) * 4;
+    if (at + 4 <= n) {
+      w[c] = *reinterpret_cast<const float4*>(master + at);
+      mm[c] = *reinterpret_cast<const float4*>(m + at);
+      raw[c] = __ldg(reinterpret_cast<const uint2*>(grad + at));
+      vv[c] = *reinterpret_cast<const float4*>(v + at);
     }
-    __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(ww[0], ww[1]), __floats2bfloat162_rn(ww[2], ww[3])};
-    *reinterpret_cast<uint2*>(out + at) = *reinterpret_cast<const uint2*>(pair);
-    *reinterpret_cast<float4*>(v + at) = vv;
-    *reinterpret_cast<float4*>(m + at) = mm;
-    *reinterpret_cast<float4*>(master + at) = w;
-  } else {
-    for (Index i = at; i < n; ++i) {
-      float g = __bfloat162float(grad[i]);
-      float mm = p.beta1 * m[i] + (1.f - p.beta1) * g, vv = p.beta2 * v[i] + (1.f - p.beta2) * g * g;
-      float w = master[i];
-      w -= p.lr * ((mm / bc1) / (sqrtf(vv / bc2) + p.eps) + p.weight_decay * w);
-      master[i] = w, m[i] = mm, v[i] = vv;
-      out[i] = __float2bfloat16_rn(w);
+  }
+#pragma unroll
+  for (int c = 0; c < CH; ++c) {
+    const Index at = at0 + Index(c) * Index(blockDim.x) * 4;
+    if (at + 4 <= n) {
+      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw[c].x));
+      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw[c].y));
+      const float g[4] = {lo.x, lo.y, hi.x, hi.y};
+      float* ww = &w[c].x;
+      float* wm = &mm[c].x;
+      float* wv = &vv[c].x;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) adamw_element(ww[e], wm[e], wv[e], g[e], p, bc1, bc2);
+      __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(ww[0], ww[1]), __floats2bfloat162_rn(ww[2], ww[3])};
+      *reinterpret_cast<uint2*>(out + at) = *reinterpret_cast<const uint2*>(pair);
+      *reinterpret_cast<float4*>(v + at) = vv[c];
+      *reinterpret_cast<float4*>(m + at) = mm[c];
+      *reinterpret_cast<float4*>(master + at) = w[c];
+    } else {
+      for (Index i = at; i < n; ++i) {  // the array's last 1–3 elements
+        float x = master[i], m1 = m[i], v1 = v[i];
+        adamw_element(x, m1, v1, __bfloat162float(grad[i]), p, bc1, bc2);
+        master[i] = x, m[i] = m1, v[i] = v1;
+        out[i] = __float2bfloat16_rn(x);
+      }
+      break;
     }
   }
 }
@@ -281,11 +305,20 @@ void cross_entropy_fwd(const bf16* logits, const std::int32_t* targets, float* l
 void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weight_bf16, std::int64_t n,
                 const AdamWParams& p, cudaStream_t stream) {
   float bc1 = 1.f - std::pow(p.beta1, float(p.step)), bc2 = 1.f - std::pow(p.beta2, float(p.step));
-  const auto blocks = static_cast<unsigned>((n + 4095) / 4096);
-  if (n < (std::int64_t(1) << 31) - 4096)
-    adamw_kernel<int><<<blocks, 1024, 0, stream>>>(master, grad, m, v, weight_bf16, int(n), p, bc1, bc2);
+  // Above 30 GB/s of DRAM bandwidth an SM (the H200's 37; the H100's 25 stays below), 8 blocks of
+  // 128 threads × 2 chunks keep twice the bytes in flight (adamw_kernel).
+  const bool deep = datasheet_dram_bytes_per_sm() > 30e9;
+  const int threads = deep ? 128 : 1024;
+  const std::int64_t per_block = std::int64_t(threads) * (deep ? 2 : 1) * 4;
+  const auto blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
+  const bool narrow = n < (std::int64_t(1) << 31) - per_block;
+  auto launch = [&](auto kernel, auto count) {
+    kernel<<<blocks, threads, 0, stream>>>(master, grad, m, v, weight_bf16, count, p, bc1, bc2);
+  };
+  if (deep)
+    narrow ? launch(adamw_kernel<int, 2>, int(n)) : launch(adamw_kernel<std::int64_t, 2>, n);
   else
-    adamw_kernel<std::int64_t><<<blocks, 1024, 0, stream>>>(master, grad, m, v, weight_bf16, n, p, bc1, bc2);
+    narrow ? launch(adamw_kernel<int, 1>, int(n)) : launch(adamw_kernel<std::int64_t, 1>, n);
   RAFTER_CUDA_LAUNCH_CHECK("adamw_kernel");
 }
 
