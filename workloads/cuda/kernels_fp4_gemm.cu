@@ -986,6 +986,10 @@ constexpr int kAfterMaxTiles = 8;  // tiles a warp at most (70B gate_up, 57344 r
 __device__ __forceinline__ unsigned pick4(const unsigned (&v)[4], int i) {
   return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
 }
+// Whether t is past a warp's last tile (tile = warp + t·warps).
+__device__ __forceinline__ bool past_last_tile(int t, int tile, int tiles_per_warp, int tiles) {
+  return t >= tiles_per_warp || tile >= tiles;
+}
 template <int kAfterChunks, int kMaxTiles>
 __global__ void __launch_bounds__(kAfterWarps * 32, 5)  // 96 registers
     hot_patch_after_kernel(const bf16* r, const bf16* w, int ld, bf16* c, int m, int n, int tiles_per_warp) {
@@ -1001,7 +1005,7 @@ __global__ void __launch_bounds__(kAfterWarps * 32, 5)  // 96 registers
 #pragma unroll
   for (int t = 0; t < kMaxTiles; ++t) {
     const int tile = warp + t * warps;
-    if (t >= tiles_per_warp || tile >= tiles) break;
+    if (past_last_tile(t, tile, tiles_per_warp, tiles)) break;
     const int row = tile * 16 + g;
     float acc[2][4] = {};  // acc[h]: R's 16 tokens (A) × the tile's rows 8h … 8h + 7 (B)
     for (int ch0 = 0; ch0 < chunks; ch0 += kAfterChunks) {
@@ -1043,7 +1047,7 @@ __global__ void __launch_bounds__(kAfterWarps * 32, 5)  // 96 registers
 #pragma unroll
   for (int t = 0; t < kMaxTiles; ++t) {
     const int tile = warp + t * warps;
-    if (t >= tiles_per_warp || tile >= tiles) break;
+    if (past_last_tile(t, tile, tiles_per_warp, tiles)) break;
     bf16* p = c + std::size_t(token) * n + tile * 16 + 8 * (q % 2);
     asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(sums[t][0]),
                  "r"(sums[t][1]), "r"(sums[t][2]), "r"(sums[t][3])
