@@ -197,8 +197,40 @@ __device__ __forceinline__ void adamw_element(float& w, float& mm, float& vv, fl
   w -= p.lr * ((mm / bc1) / (sqrtf(vv / bc2) + p.eps) + p.weight_decay * w);
 }
 
+// One 4-element chunk at `at`: update, then the stores in torch.compile's order.
+template <class Index>
+__device__ __forceinline__ void adamw_chunk(float* master, float* m, float* v, bf16* out, Index at, float4 w,
+                                            float4 mm, float4 vv, uint2 raw, const AdamWParams& p, float bc1,
+                                            float bc2) {
+  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+  const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+  const float g[4] = {lo.x, lo.y, hi.x, hi.y};
+  float* ww = &w.x;
+  float* wm = &mm.x;
+  float* wv = &vv.x;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) adamw_element(ww[e], wm[e], wv[e], g[e], p, bc1, bc2);
+  __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(ww[0], ww[1]), __floats2bfloat162_rn(ww[2], ww[3])};
+  *reinterpret_cast<uint2*>(out + at) = *reinterpret_cast<const uint2*>(pair);
+  *reinterpret_cast<float4*>(v + at) = vv;
+  *reinterpret_cast<float4*>(m + at) = mm;
+  *reinterpret_cast<float4*>(master + at) = w;
+}
+
+// The array's last 1–3 elements, one by one.
+template <class Index>
+__device__ __forceinline__ void adamw_tail(float* master, const bf16* grad, float* m, float* v, bf16* out,
+                                           Index at, Index n, const AdamWParams& p, float bc1, float bc2) {
+  for (Index i = at; i < n; ++i) {
+    float x = master[i], m1 = m[i], v1 = v[i];
+    adamw_element(x, m1, v1, __bfloat162float(grad[i]), p, bc1, bc2);
+    master[i] = x, m[i] = m1, v[i] = v1;
+    out[i] = __float2bfloat16_rn(x);
+  }
+}
+
 // CH chunks of 4 elements a thread, blockDim.x × 4 elements apart (every warp-wide access one
-// contiguous span), all CH chunks' loads issued first, then loads and stores in the order
+// contiguous span), every chunk's loads issued first, loads and stores in the order
 // torch.compile's kernel issues them (master, m, grad, v; out, v, m, master), 32-bit indices where
 // n allows. Plain (coherent) loads: the kernel writes the arrays in place; cuda.bandwidth's streams
 // with evict-first hints (.cs) ran slower on the H100. The launch shape follows the DRAM bandwidth
@@ -207,14 +239,14 @@ __device__ __forceinline__ void adamw_element(float& w, float& mm, float& vv, fl
 // - H100 (about 25 GB/s an SM): 1024 threads × 1 chunk 2509.6 against 2507.5–2510.1 (compile's
 //   faster mode; it also runs at 2531.8–2533.5); 32-bit indices with 512 threads 2520.4, with 128
 //   threads 2524.5; 2 or 4 chunks 2517.2–2522.8; a grid of 8 blocks an SM walking the array 2729.1.
-// - H200 (about 37 GB/s an SM), three rounds a call. One machine: 1024 × 1 1842.8–1844.0,
-//   256 × 1 1806.0–1806.5, 128 × 2 1804.5–1804.8, 256 × 2 1828.3, 128 × 4 1844.7–1845.2; compile
-//   1796.0–1796.7. Another: this kernel (128 × 2) 1797.1–1798.0, 256 × 1 1796.4–1797.0, 1024 × 1
-//   1818.0–1818.4; compile 1808.0–1808.8; reciprocal bias corrections or loads grouped by array
-//   gained nothing. With 40 registers a 1024-thread block holds an SM alone: 57 KB of loads in
-//   flight, enough for the H100's bandwidth and not for the H200's; 128 × 2 (56 registers, 8
-//   blocks) keeps 114 KB. No __launch_bounds__: with (1024) ptxas fit 32 registers and spilled
-//   (H100, 2970 us).
+// - H200 (about 37 GB/s an SM), three machines. First: 1024 × 1 1842.8–1844.0, 256 × 1
+//   1806.0–1806.5, 128 × 2 1804.5–1804.8, 256 × 2 1828.3, 128 × 4 1844.7–1845.2; compile
+//   1796.0–1796.7. Second: 128 × 2 1797.1–1798.0, 256 × 1 1796.4–1797.0, 1024 × 1 1818.0–1818.4;
+//   compile 1808.0–1808.8; reciprocal bias corrections or loads grouped by array gained nothing.
+//   Third: 128 × 2 1804.8–1804.9, compile 1791.6–1791.9 (0.7 % ahead of this kernel). With 40
+//   registers a 1024-thread block holds an SM alone: 57 KB of loads in flight, enough for the
+//   H100's bandwidth and not for the H200's; 128 × 2 (56 registers, 9 blocks) keeps 126 KB.
+// No __launch_bounds__: with (1024) ptxas fit 32 registers and spilled (H100, 2970 us).
 template <class Index, int CH>
 __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
                              float* __restrict__ v, bf16* __restrict__ out, Index n, AdamWParams p, float bc1,
@@ -230,34 +262,20 @@ __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict_
       mm[c] = *reinterpret_cast<const float4*>(m + at);
       raw[c] = __ldg(reinterpret_cast<const uint2*>(grad + at));
       vv[c] = *reinterpret_cast<const float4*>(v + at);
+      if constexpr (CH == 1) {  // one chunk: loads, update and stores under one test (the H100's SASS)
+        adamw_chunk(master, m, v, out, at, w[c], mm[c], vv[c], raw[c], p, bc1, bc2);
+        return;
+      }
     }
   }
 #pragma unroll
   for (int c = 0; c < CH; ++c) {
     const Index at = at0 + Index(c) * Index(blockDim.x) * 4;
-    if (at + 4 <= n) {
-      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw[c].x));
-      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw[c].y));
-      const float g[4] = {lo.x, lo.y, hi.x, hi.y};
-      float* ww = &w[c].x;
-      float* wm = &mm[c].x;
-      float* wv = &vv[c].x;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) adamw_element(ww[e], wm[e], wv[e], g[e], p, bc1, bc2);
-      __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(ww[0], ww[1]), __floats2bfloat162_rn(ww[2], ww[3])};
-      *reinterpret_cast<uint2*>(out + at) = *reinterpret_cast<const uint2*>(pair);
-      *reinterpret_cast<float4*>(v + at) = vv[c];
-      *reinterpret_cast<float4*>(m + at) = mm[c];
-      *reinterpret_cast<float4*>(master + at) = w[c];
-    } else {
-      for (Index i = at; i < n; ++i) {  // the array's last 1–3 elements
-        float x = master[i], m1 = m[i], v1 = v[i];
-        adamw_element(x, m1, v1, __bfloat162float(grad[i]), p, bc1, bc2);
-        master[i] = x, m[i] = m1, v[i] = v1;
-        out[i] = __float2bfloat16_rn(x);
-      }
-      break;
+    if (at + 4 > n) {
+      adamw_tail(master, grad, m, v, out, at, n, p, bc1, bc2);
+      return;
     }
+    adamw_chunk(master, m, v, out, at, w[c], mm[c], vv[c], raw[c], p, bc1, bc2);
   }
 }
 
