@@ -43,6 +43,8 @@ std::vector<Case> cases() {
       {"rope", "bwd", "bf16", {{"tokens", 12}, {"heads", 3}, {"head_dim", 64}, {"seq", 7}}},
       {"rope", "fwd", "bf16", {{"tokens", 40}, {"heads", 64}, {"head_dim", 128}, {"seq", 4096}}},
       {"rope", "fwd", "bf16", {{"tokens", 8192}, {"heads", 5}, {"head_dim", 128}, {"seq", 4096}}},  // all heads a thread
+      // 1536 vectors a token: each of 1024 threads a second round
+      {"rope", "fwd", "bf16", {{"tokens", 6}, {"heads", 96}, {"head_dim", 256}, {"seq", 5}}},
       {"residual_add", "fwd", "bf16", {{"tokens", 8}, {"hidden", 300}}},
       {"residual_add", "bwd", "bf16", {{"tokens", 8}, {"hidden", 300}}},
       {"embedding", "fwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},
@@ -52,6 +54,7 @@ std::vector<Case> cases() {
       {"cross_entropy", "bwd", "bf16", {{"tokens", 8}, {"vocab", 32000}}},
       {"cross_entropy", "bwd", "bf16", {{"tokens", 4}, {"vocab", 40000}}},
       {"adamw", "step", "bf16", {{"params", 1000}}},
+      {"adamw", "step", "bf16", {{"params", 70001}}},  // many blocks, a 1-element tail
       {"attention_qk", "fwd", "bf16", gemm_piece},
       {"attention_pv", "fwd", "bf16", gemm_piece},
       {"attention_qk", "fwd", "fp16", gemm_piece},
