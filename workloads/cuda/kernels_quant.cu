@@ -904,7 +904,8 @@ void with_encoding(QuantFormat f, const QuantLaunchOptions& o, Fn&& fn) {
 // Launches an encoding kernel of format F; where F has an amax pass (every format but MXFP4; the
 // kernel calls wait_for_amax before it reads the tensor scale), as a programmatic dependent of it
 // (the amax CTAs call let_encoding_launch). MXFP4 has none: the kernel before it may be the one
-// writing x, which the encoding kernel reads before any wait. RAFTER_QUANT_PDL=0 launches them in plain stream order: the A/B of bench/quant_vs_pytorch.sh.
+// writing x, which the encoding kernel reads before any wait. RAFTER_QUANT_PDL=0 launches them in
+// plain stream order: the A/B of bench/quant_vs_pytorch.sh.
 template <QuantFormat F, class... Params, class... Args>
 void launch_encoding(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, const char* what,
                      Args... args) {
@@ -968,9 +969,9 @@ void launch_encode(const bf16* x, QuantTensorRef q, std::int64_t rows, std::int6
     launch_encoding<F>(quantize_tiles_kernel<Rht, Sr>, grid, stream, "quantize_tiles_kernel", x, q, cols,
                        sr_keys(seed));
   } else if constexpr (F == QuantFormat::Nvfp4 || F == QuantFormat::Mxfp4) {
-    const unsigned grid = unsigned(std::max<std::int64_t>(1, (rows * cols / 16 + kThreads - 1) / kThreads));
-    launch_encoding<F>(quantize_rows16_kernel<F, Rht, Sr>, dim3(grid), stream, "quantize_rows16_kernel", x, q,
-                       rows * cols, sr_keys(seed));
+    // A thread per 16 values: two vectors (rows·cols is a multiple of 16, check_shape).
+    launch_encoding<F>(quantize_rows16_kernel<F, Rht, Sr>, dim3(vector_blocks(rows * cols, 2)), stream,
+                       "quantize_rows16_kernel", x, q, rows * cols, sr_keys(seed));
   } else {
     launch_encoding<F>(quantize_flat_kernel<F, Rht, Sr>, dim3(vector_blocks(rows * cols, kFlatVectors)),
                        stream, "quantize_flat_kernel", x, q, rows * cols, seed);
