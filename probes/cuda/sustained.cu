@@ -23,8 +23,9 @@ nlohmann::json range_of(const std::vector<double>& v) {
 
 }  // namespace
 
-Ceiling hold_ceiling(const Ceiling& burst, const std::function<void(cudaStream_t)>& launch, double work_per_launch,
-                     double seconds, int device) {
+Ceiling hold_ceiling(const Ceiling& burst, const std::function<void(cudaStream_t)>& launch,
+                     double work_per_launch, double seconds, int device,
+                     const std::function<double()>& sm_cycles) {
   cudaStream_t stream;
   cudaEvent_t start, stop;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -41,9 +42,9 @@ Ceiling hold_ceiling(const Ceiling& burst, const std::function<void(cudaStream_t
     check(cudaEventSynchronize(stop), "held launch");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    const gpu::Clocks c = gpu::read_clocks(device);
+    const double sm_hz = sm_cycles ? sm_cycles() / (ms * 1e-3) : gpu::read_clocks(device).sm_hz;
     const gpu::PowerReading p = gpu::read_power(device);
-    samples.push_back({elapsed(), work_per_launch / (ms * 1e-3), c.sm_hz, p.watts, p.celsius});
+    samples.push_back({elapsed(), work_per_launch / (ms * 1e-3), sm_hz, p.watts, p.celsius});
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
@@ -75,6 +76,8 @@ Ceiling hold_ceiling(const Ceiling& burst, const std::function<void(cudaStream_t
   c.params["held_launches"] = samples.size();
   c.params["figure_from"] = "the launches of the hold's second half";
   c.params["sm_clock_hz"] = range_of(clocks);
+  c.params["sm_clock_from"] =
+      sm_cycles ? "clock64: the launch's SM cycles over its time" : "NVML, after each launch";
   c.params["power_watts"] = range_of(watts);
   c.params["temperature_c"] = range_of(celsius);
   c.params["power_readable"] = gpu::read_power(device).ok;
