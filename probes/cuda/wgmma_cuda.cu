@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "burst_window.hpp"
 #include "cuda_util.hpp"
 #include "gpu_model.hpp"
 #include "sustained.hpp"
@@ -376,19 +377,24 @@ Measurement time_after_idle(const OpInfo& info, const Measurement& back_to_back,
 
 // The best 1 ms inside launches three times the full length, each after an idle pause: the clock
 // starts low after the pause and climbs through the launch (H200, E4M3: 1.64 GHz in the first
-// 0.5 ms, 1.69 in the last of 11.6 ms) before the power limit pulls the held launches back down, so
-// a burst runs faster than any whole launch averages. Block 0 records the global timer and its SM
-// clock every kTraceEvery iterations; one SM clock drives every block, so every block advances as
-// block 0 does while all of them run. Only that span counts (a block that has finished draws no
-// power and lets the clock rise for the rest): trace[0] holds the last block's start, trace[1] the
-// first block's end. The best of some hundred windows a launch is the one at the highest clock: its
-// rate stays at the per-clock issue rate times that clock (datasheet ratio 1.000 on the H200).
+// 0.5 ms, 1.69-1.74 at its best, 10-30 ms in) before the power limit pulls the held launches back
+// down, so a burst runs faster than any whole launch averages. Block 0's warpgroup 0 records the
+// global timer and its SM clock every kTraceEvery iterations (best_clock_window picks the window, by
+// the SM clock, inside the span where every block runs). One SM clock drives every SM, and an SM's
+// work per cycle is the back-to-back launch's (its work over its SM cycles, 0.997-1.000 of the
+// datasheet's per-clock rate), so a window's rate is that work per cycle times the window's clock.
+// Warpgroup 0's own progress over the window is recorded beside it as a check: it matches (1.0000)
+// with two warpgroups an SM; with three the tensor pipe serves them unevenly over a millisecond.
 // Returns the window's rate per launch as a Measurement (work: 1 ms at the median rate); `profile`
 // gets each launch's span, its first and last 0.5 ms clock and its best window.
 Measurement time_best_window(const OpInfo& info, const Measurement& back_to_back, const Launch& full,
                              const ProbeOptions& options, const Device& device, nlohmann::json& profile) {
   constexpr double kWindow = 1e-3;
-  const double flop_per_iteration = back_to_back.work_per_launch / double(full.iterations);
+  if (back_to_back.sm_cycles_per_launch <= 0)
+    throw InputError("cuda.tensor: no SM cycle count for the launch");
+  const double work_per_cycle = back_to_back.work_per_launch / back_to_back.sm_cycles_per_launch;
+  const double work_per_warpgroup_iteration =
+      back_to_back.work_per_launch / double(full.iterations) / double(full.warpgroups);
   Launch l = full;
   l.iterations = 3 * full.iterations;
   const long long points = l.iterations / kTraceEvery + 1;
@@ -408,34 +414,21 @@ Measurement time_best_window(const OpInfo& info, const Measurement& back_to_back
     if (sample == 0) first_clocks = gpu::read_clocks(dev);
     check(cudaDeviceSynchronize(), "wgmma (traced)");
     check(cudaMemcpy(h.data(), trace.get(), trace.bytes(), cudaMemcpyDeviceToHost), "copy trace");
-    auto t = [&](long long i) { return double(h[2 + 2 * i]) * 1e-9; };
-    auto hz = [&](long long i, long long j) { return double(h[3 + 2 * j] - h[3 + 2 * i]) / (t(j) - t(i)); };
-    const double from = double(h[0]) * 1e-9, to = double(h[1]) * 1e-9;
-    long long lo = 0, hi = points - 1;  // the trace points inside [from, to]
-    while (lo < points && t(lo) < from) ++lo;
-    while (hi > lo && (h[2 + 2 * hi] == 0 || t(hi) > to)) --hi;
-    auto at = [&](double when) {  // the first trace point at or after `when`
-      long long i = lo;
-      while (i < hi && t(i) < when) ++i;
-      return i;
-    };
-    if (hi - lo < 2) throw InputError("cuda.tensor: the traced launch left too few trace points");
-    double best = 0, best_hz = 0, best_at = 0;
-    for (long long i = lo, j = lo; i <= hi; ++i) {
-      while (j <= hi && t(j) - t(i) < kWindow) ++j;
-      if (j > hi) break;
-      const double rate = double(j - i) * kTraceEvery * flop_per_iteration / (t(j) - t(i));
-      if (rate > best) best = rate, best_hz = hz(i, j), best_at = t(i) - from;
-    }
-    if (best <= 0) throw InputError("cuda.tensor: every block ran together for less than 1 ms");
-    rates.push_back(best);
-    sm_hz.push_back(best_hz);
-    profile.push_back({{"all_blocks_running_s", to - from},
-                       {"sm_hz_first_0.5ms", hz(lo, at(t(lo) + 0.5e-3))},
-                       {"sm_hz_last_0.5ms", hz(at(t(hi) - 0.5e-3), hi)},
-                       {"window_rate", best},
-                       {"window_sm_hz", best_hz},
-                       {"window_at_s", best_at}});
+    const auto w = best_clock_window(h, points, kTraceEvery, kWindow, 0.5e-3);
+    if (!w) throw InputError("cuda.tensor: every block ran together for less than 1 ms");
+    const double rate = work_per_cycle * w->window_sm_hz;
+    // Warpgroup 0's progress as if every warpgroup of every block advanced as it did.
+    const double progress =
+        w->window_iterations_per_s * work_per_warpgroup_iteration * double(full.warpgroups);
+    rates.push_back(rate);
+    sm_hz.push_back(w->window_sm_hz);
+    profile.push_back({{"all_blocks_running_s", w->all_blocks_running_s},
+                       {"sm_hz_first_0.5ms", w->sm_hz_first},
+                       {"sm_hz_last_0.5ms", w->sm_hz_last},
+                       {"window_rate", rate},
+                       {"window_sm_hz", w->window_sm_hz},
+                       {"window_at_s", w->window_at_s},
+                       {"warpgroup0_progress_over_rate", progress / rate}});
   }
   last_clocks = gpu::read_clocks(dev);
   const double median_rate = summarize(rates).median;

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <set>
 #include <string>
+#include <vector>
+
+#include "../../probes/cuda/burst_window.hpp"
 
 #ifdef RAFTER_HAVE_CUDA
 #include "../../probes/cuda/gpu_model.hpp"
@@ -247,5 +250,66 @@ TEST(GpuLevels, MappedPageWordsAreDistinctPhysicalWords) {
   EXPECT_EQ(physical.size(), pages);
 }
 #endif
+
+// cuda.tensor's best window, on made-up traces: a point every 16 iterations and 10 µs.
+struct FakeTrace {
+  std::vector<unsigned long long> words{0, ~0ULL};
+  unsigned long long ns = 1'000'000'000, clock = 0;
+  void run(double seconds, double hz) {  // points with the SM clock at `hz`
+    for (double t = 0; t < seconds - 1e-12; t += 10e-6) {
+      words.push_back(ns);
+      words.push_back(clock);
+      ns += 10'000;
+      clock += static_cast<unsigned long long>(hz * 10e-6);
+    }
+  }
+  long long points() const { return static_cast<long long>(words.size() - 2) / 2; }
+};
+
+TEST(TensorBurstWindow, ASteadyClockIsItsOwnBest) {
+  FakeTrace f;
+  f.run(5e-3, 1.7e9);
+  f.words[0] = f.words[2];
+  f.words[1] = f.ns;
+  auto w = rafter::probes::cuda::best_clock_window(f.words, f.points(), 16, 1e-3, 0.5e-3);
+  ASSERT_TRUE(w);
+  EXPECT_NEAR(w->window_sm_hz, 1.7e9, 1e6);
+  EXPECT_NEAR(w->sm_hz_first, 1.7e9, 1e6);
+  EXPECT_NEAR(w->window_iterations_per_s, 1.6e6, 1e3);  // 16 iterations each 10 µs
+  EXPECT_NEAR(w->all_blocks_running_s, 5e-3, 1e-9);
+}
+
+TEST(TensorBurstWindow, TheClimbIsFoundAndTheLonelyTailLeftOut) {
+  FakeTrace f;
+  f.run(4e-3, 1.60e9);
+  f.run(4e-3, 1.75e9);
+  const unsigned long long first_end = f.ns;  // then one block runs alone at a higher clock
+  f.run(3e-3, 1.98e9);
+  f.words[0] = f.words[2];
+  f.words[1] = first_end;
+  auto w = rafter::probes::cuda::best_clock_window(f.words, f.points(), 16, 1e-3, 0.5e-3);
+  ASSERT_TRUE(w);
+  EXPECT_NEAR(w->window_sm_hz, 1.75e9, 1e6);
+  EXPECT_GE(w->window_at_s, 4e-3 - 1e-9);
+  EXPECT_NEAR(w->sm_hz_first, 1.60e9, 1e6);
+  EXPECT_NEAR(w->sm_hz_last, 1.75e9, 1e6);
+  EXPECT_NEAR(w->all_blocks_running_s, 8e-3, 1e-9);
+}
+
+TEST(TensorBurstWindow, LateStartsUnwrittenPointsAndShortSpans) {
+  FakeTrace f;
+  f.run(1e-3, 1.98e9);  // before the last block started: left out
+  const unsigned long long last_start = f.ns;
+  f.run(3e-3, 1.70e9);
+  f.words[0] = last_start;
+  f.words[1] = f.ns;
+  f.words.insert(f.words.end(), 6, 0);  // points the kernel never wrote
+  const long long points = f.points();
+  auto w = rafter::probes::cuda::best_clock_window(f.words, points, 16, 1e-3, 0.5e-3);
+  ASSERT_TRUE(w);
+  EXPECT_NEAR(w->window_sm_hz, 1.70e9, 1e6);
+  EXPECT_FALSE(rafter::probes::cuda::best_clock_window(f.words, points, 16, 4e-3, 0.5e-3));
+  EXPECT_FALSE(rafter::probes::cuda::best_clock_window(f.words, points + 1, 16, 1e-3, 0.5e-3));
+}
 
 }  // namespace
