@@ -327,6 +327,19 @@ Measurement time_op(const OpInfo& info, int wgs, int blocks, int lbo, int sbo, c
   return m;
 }
 
+// `like` (resource, unit, ...) as launches timed one by one: `work` each, their seconds and SM
+// clocks, the NVML clocks before the first and after the last.
+Measurement timed_alone(const Measurement& like, double work, const std::vector<double>& seconds,
+                        const std::vector<double>& sm_hz, const gpu::Clocks& first, const gpu::Clocks& last) {
+  Measurement m = like;
+  m.work_per_launch = work;
+  m.timing = gpu::GpuTiming{};
+  m.timing.seconds = summarize(seconds);
+  m.timing.clocks = {first.sm_hz, last.sm_hz, first.memory_hz, last.memory_hz, false};
+  m.sm_cycles_per_launch = summarize(sm_hz).median * m.timing.seconds.median;
+  return m;
+}
+
 // Launches of about 2 ms, each alone after an idle pause, timed with events: the rate of the first
 // milliseconds of a burst, before the power limiter answers (a GEMM after a pause runs there; the
 // back-to-back 10 ms launches of time_op settle at the power limit within their ~0.2 s: FP8 E4M3 at
@@ -366,13 +379,9 @@ Measurement time_after_idle(const OpInfo& info, const Measurement& back_to_back,
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
-  Measurement m = back_to_back;
-  m.work_per_launch = back_to_back.work_per_launch * double(l.iterations) / double(full.iterations);
-  m.timing = gpu::GpuTiming{};
-  m.timing.seconds = summarize(seconds);
-  m.timing.clocks = {first.sm_hz, last.sm_hz, first.memory_hz, last.memory_hz, false};
-  m.sm_cycles_per_launch = summarize(sm_hz).median * m.timing.seconds.median;
-  return m;
+  return timed_alone(back_to_back,
+                     back_to_back.work_per_launch * double(l.iterations) / double(full.iterations), seconds,
+                     sm_hz, first, last);
 }
 
 // The best 1 ms inside launches three times the full length, each after an idle pause: the clock
@@ -393,8 +402,7 @@ Measurement time_best_window(const OpInfo& info, const Measurement& back_to_back
   if (back_to_back.sm_cycles_per_launch <= 0)
     throw InputError("cuda.tensor: no SM cycle count for the launch");
   const double work_per_cycle = back_to_back.work_per_launch / back_to_back.sm_cycles_per_launch;
-  const double work_per_warpgroup_iteration =
-      back_to_back.work_per_launch / double(full.iterations) / double(full.warpgroups);
+  const double work_per_iteration = back_to_back.work_per_launch / double(full.iterations);
   Launch l = full;
   l.iterations = 3 * full.iterations;
   const long long points = l.iterations / kTraceEvery + 1;
@@ -404,7 +412,7 @@ Measurement time_best_window(const OpInfo& info, const Measurement& back_to_back
   const int dev = device_index(device);
   std::vector<double> rates, sm_hz;
   profile = nlohmann::json::array();
-  gpu::Clocks first_clocks, last_clocks;
+  gpu::Clocks first_clocks;
   for (int sample = 0; sample < 3; ++sample) {
     std::this_thread::sleep_for(std::chrono::duration<double>(options.quick ? 0.25 : 0.5));
     std::vector<unsigned long long> h(std::size_t(points + 1) * 2, 0);
@@ -418,8 +426,7 @@ Measurement time_best_window(const OpInfo& info, const Measurement& back_to_back
     if (!w) throw InputError("cuda.tensor: every block ran together for less than 1 ms");
     const double rate = work_per_cycle * w->window_sm_hz;
     // Warpgroup 0's progress as if every warpgroup of every block advanced as it did.
-    const double progress =
-        w->window_iterations_per_s * work_per_warpgroup_iteration * double(full.warpgroups);
+    const double progress = w->window_iterations_per_s * work_per_iteration;
     rates.push_back(rate);
     sm_hz.push_back(w->window_sm_hz);
     profile.push_back({{"all_blocks_running_s", w->all_blocks_running_s},
@@ -430,18 +437,11 @@ Measurement time_best_window(const OpInfo& info, const Measurement& back_to_back
                        {"window_at_s", w->window_at_s},
                        {"warpgroup0_progress_over_rate", progress / rate}});
   }
-  last_clocks = gpu::read_clocks(dev);
+  const gpu::Clocks last_clocks = gpu::read_clocks(dev);
   const double median_rate = summarize(rates).median;
-  Measurement m = back_to_back;
-  m.work_per_launch = median_rate * kWindow;
   std::vector<double> seconds;
-  for (double r : rates) seconds.push_back(m.work_per_launch / r);
-  m.timing = gpu::GpuTiming{};
-  m.timing.seconds = summarize(seconds);
-  m.timing.clocks = {first_clocks.sm_hz, last_clocks.sm_hz, first_clocks.memory_hz, last_clocks.memory_hz,
-                     false};
-  m.sm_cycles_per_launch = summarize(sm_hz).median * m.timing.seconds.median;
-  return m;
+  for (double r : rates) seconds.push_back(median_rate * kWindow / r);
+  return timed_alone(back_to_back, median_rate * kWindow, seconds, sm_hz, first_clocks, last_clocks);
 }
 
 void run_tensor_probe(const ProbeOptions& options, const Device& device, MachineProfile& profile) {
