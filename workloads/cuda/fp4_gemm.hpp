@@ -76,8 +76,9 @@ void fp4_decode_gemm(Fp4Matrix a, Fp4Matrix b, __nv_bfloat16* c, float alpha, st
                      Fp4HotPatch hot = {}, Fp4Matrix b_packed = {});
 // The streaming kernel's own order of the weights B [batch·n, k] (K a multiple of 256): for each
 // 128-row group, 256-value item and warp, the warp's 32 rows × 128 code bytes in the order its lanes
-// load them, 16 bytes a lane, then their scale bytes. The same bytes (rows padded to 128), read as
-// whole 512-byte runs a load instead of 64 bytes in each of 8 rows. Packed once, as a serving engine
+// load them, 16 bytes a lane, then their scale bytes. The same bytes (rows padded to 128; NVFP4's
+// code bits rearranged within each byte, e2m1_f16_bits.hpp), read as whole 512-byte runs a load
+// instead of 64 bytes in each of 8 rows. Packed once, as a serving engine
 // stores its quantized weights; fp4_decode_packed_bytes gives the codes' (scales false) and the
 // scales' (true) buffer sizes.
 std::size_t fp4_decode_packed_bytes(std::int64_t n, std::int64_t k, std::int64_t batch, Fp4Kind kind, bool scales);

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "cuda_util.hpp"
+#include "e2m1_f16_bits.hpp"
 #include "fp4_gemm.hpp"
 #include "kernel_common.cuh"
 
@@ -330,7 +331,8 @@ constexpr int kMaxCluster = 16;
 // The packed order of B (fp4_pack_decode_weights): per batch, row group, item and warp, the warp's
 // 32 rows × 128 code bytes in the order its lanes load them (16 bytes a lane: chunk (2r + h)·32 +
 // lane holds bytes q·32 + h·16 … of row g + 8r), then the lanes' scale words (a lane's 4 rows, 4
-// bytes each for NVFP4, 2 for MXFP4). Rows past n are zero.
+// bytes each for NVFP4, 2 for MXFP4). Rows past n are zero. NVFP4 code words are stored as
+// packed_f16_word rearranges them (e2m1_f16_bits.hpp); MXFP4 ones as they are.
 constexpr int kPackedCodeBytes = 32 * kItem / 2;
 __host__ __device__ constexpr int packed_scale_bytes(Fp4Kind k) { return 32 * 4 * (k == Fp4Kind::Nvfp4 ? 4 : 2); }
 // Shared memory per CTA: first try a budget that leaves room for 4 CTAs an SM, then a larger one.
@@ -403,17 +405,17 @@ __device__ __forceinline__ float hot_dot(const bf16* r, const bf16* w, std::int6
 }
 
 // NVFP4 runs this kernel on FP16 operands, MXFP4 on BF16 (E8M0 scales reach 2^127, beyond
-// FP16). An E2M1 code × 2^-14 is an FP16 whose bits all sit in its high byte: sign at bit 7, the
-// three magnitude bits at 3:1 (code 1, 0.5, becomes the subnormal 2^-15). So the 8 codes of a word
-// become two words of such bytes (the low and the high nibbles of its bytes, 5 instructions) and
-// each FP16 pair is one byte permute, then one multiply by the E4M3 block scale (exact: 2 + 4
-// significant bits, the product's last bit ≥ 2^-24, FP16's smallest subnormal). Both operands carry
-// 2^-14, so the sums are scaled back by 2^28. The BF16 decode of e2m1_pair_bits takes 4 instructions
-// a pair before its multiply; this one 1.75.
-__device__ __forceinline__ void e2m1_f16_bytes(unsigned w, unsigned& lo, unsigned& hi) {
-  lo = ((w << 1) & 0x0E0E0E0Eu) | ((w << 4) & 0x80808080u);  // nibbles 0, 2, 4, 6
-  hi = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);         // nibbles 1, 3, 5, 7
-}
+// FP16). The codes become FP16 × 2^-14 bytes (e2m1_f16_bits.hpp: the packed weights by
+// packed_f16_bytes, the activations by e2m1_f16_bytes) and each FP16 pair is one byte permute, then
+// one multiply by the E4M3 block scale (exact: 2 + 4 significant bits, the product's last bit ≥
+// 2^-24, FP16's smallest subnormal). Both operands carry 2^-14, so the sums are scaled back by
+// 2^28. The BF16 decode of e2m1_pair_bits takes 4 instructions a pair before its multiply. The
+// kernel is bound by its instruction issue: on the H200 (ncu, 70B gate_up at 16 tokens) it ran 868
+// instructions an item of 8192 values, issued at 2.1 a cycle an SM, DRAM 50 % busy. The packed
+// layout, the slot rotation below and the paired scale conversion (item_scales) took that to 716
+// (41.1 M instructions against 49.8 M; 101.3 µs under ncu against 111.2, DRAM 55 % busy), and the
+// 16-token Llama-2 rows from 15.1–110.6 µs to 14.3–97.0 (5–13 % faster; 1 token 70B gate_up 86.0 →
+// 73.4, 4 tokens 8192² 24.2 → 21.3; 32 tokens unchanged; same call, bench/fp4_gemm_results.md).
 
 // The pair of e2m1_pair_bits(w >> 8t) (from lo) or (w >> (8t + 4)) (from hi), as FP16 × 2^-14.
 __device__ __forceinline__ unsigned f16_pair(unsigned bytes, int t) {
@@ -476,11 +478,14 @@ __device__ __forceinline__ void stream_mma(float (&c)[4], unsigned a0, unsigned 
 
 // The block scales of one thread's 16 bytes h (0, 1) of a row's item, from the scale word loaded
 // with it (NVFP4: 4 bytes, blocks 2h and 2h+1; MXFP4: 2 bytes, block h for all 32 values).
+// NVFP4: both bytes of half h converted together (one cvt of an E4M3 pair), each then doubled.
 template <Fp4Kind K>
 __device__ __forceinline__ void item_scales(unsigned word, int h, unsigned& s0, unsigned& s1) {
   if constexpr (K == Fp4Kind::Nvfp4) {
-    s0 = stream_scale<K>(std::uint8_t(word >> (16 * h)));
-    s1 = stream_scale<K>(std::uint8_t(word >> (16 * h + 8)));
+    const __half2_raw pair = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(word >> (16 * h)), __NV_E4M3);
+    const unsigned both = unsigned(pair.x) | (unsigned(pair.y) << 16);
+    s0 = __byte_perm(both, 0u, 0x1010u);
+    s1 = __byte_perm(both, 0u, 0x3232u);
   } else {
     s0 = s1 = stream_scale<K>(std::uint8_t(word >> (8 * h)));
   }
@@ -591,11 +596,14 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
 
   ActBatch<MT> act0;  // the first batch of activations, loaded ahead of the weights
   load_act_batch<MT, K>(p, batch, it0, nl, threadIdx.x, act0);
-  WeightSlot slot[kStages];
+  // kStages + 1 slots in rotation: the item kStages ahead loads into the slot last multiplied, so
+  // no slot is copied (a copy of the slot being multiplied cost 36 moves an item, H200 ncu).
+  constexpr int kSlots = kStages + 1;
+  WeightSlot slot[kSlots] = {};
   int load_rg = 0, load_it = 0;
   auto load = [&](WeightSlot& w) {
     const std::int64_t rg = blockIdx.x + std::int64_t(load_rg) * gridDim.x, item = it0 + load_it;
-    if (load_rg < nrg) {
+    if (load_rg < nrg) {  // past the end the slot keeps what it held: it is never multiplied
       const std::int64_t at = ((batch * row_groups + rg) * p.items + item) * kStreamWarps + warp;
       const uint4* src = reinterpret_cast<const uint4*>(p.b.codes + at * kPackedCodeBytes) + lane;
 #pragma unroll
@@ -610,9 +618,6 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
         const uint2 sc = __ldcs(reinterpret_cast<const uint2*>(p.b.scales + at * packed_scale_bytes(K)) + lane);
         w.sc[0] = sc.x & 0xFFFFu, w.sc[1] = sc.x >> 16, w.sc[2] = sc.y & 0xFFFFu, w.sc[3] = sc.y >> 16;
       }
-    } else {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) w.v[r][0] = w.v[r][1] = make_uint4(0, 0, 0, 0), w.sc[r] = 0;
     }
     if (++load_it == nl) load_it = 0, ++load_rg;
   };
@@ -725,12 +730,12 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
     }
   };
 
-  for (std::int64_t base = 0; base < total; base += kStages) {
+  for (std::int64_t base = 0; base < total; base += kSlots) {
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < kSlots; ++s) {
       if (base + s >= total) break;
-      const WeightSlot w = slot[s];
-      load(slot[s]);  // the item kStages ahead, in flight while this one is multiplied
+      load(slot[(s + kStages) % kSlots]);  // the item kStages ahead, in flight while this one is multiplied
+      const WeightSlot& w = slot[s];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         unsigned sl[4], sh[4];
@@ -747,7 +752,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32, MT == 1 ? 3 : 1) stream_dec
             const unsigned sc = j >= 2 ? sh[r] : sl[r];
             if constexpr (K == Fp4Kind::Nvfp4) {
               unsigned lb, hb;
-              e2m1_f16_bytes(word, lb, hb);
+              packed_f16_bytes(word, lb, hb);
               lo[r] = mul2<K>(f16_pair(lb, t), sc);
               hi[r] = mul2<K>(f16_pair(hb, t), sc);
             } else {
@@ -894,6 +899,8 @@ __global__ void pack_decode_weights_kernel(Fp4Matrix in, std::uint8_t* codes, st
     uint4 v = make_uint4(0, 0, 0, 0);
     if (row < n)
       v = *reinterpret_cast<const uint4*>(in.codes + (z * n + row) * bytes_per_row + item * 128 + q * 32 + h * 16);
+    if constexpr (K == Fp4Kind::Nvfp4)
+      v = make_uint4(packed_f16_word(v.x), packed_f16_word(v.y), packed_f16_word(v.z), packed_f16_word(v.w));
     reinterpret_cast<uint4*>(codes + at * kPackedCodeBytes)[chunk] = v;
     if (chunk >= 128) continue;  // chunks 0…127: the scale word of (lane, r) = (chunk % 32, chunk / 32)
     const int sl = chunk % 32, sr = chunk / 32;
