@@ -2,7 +2,10 @@
 # On the device machine (Ubuntu, CUDA 13, no PAPI/libpfm4/oneDNN/CLI11): unpack the carried Debian
 # packages into /opt/deps, take the NVML header and the cuDNN frontend headers from the carried
 # wheels, and build rafter there (cuDNN itself is the device's system one).
-# Use:  source bench/device_build.sh [build-dir]     (carry .device-debs; see bench/README.md)
+# Use:  source bench/device_build.sh [build-dir]     (carry .device-debs; see docs/operators-cuda.md)
+# A machine still held from the call before keeps that call's build folder: a script that builds a
+# variant by swapping a source file must touch the file it restores, or ninja keeps the variant's
+# object (an H200 call measured a variant that way, bench/fp4_gemm_results.md, 2026-11-28).
 # RAFTER_BUILD_TARGETS (space-separated) builds only those targets.
 # Prepare the carried folder here first:  bash ../shared/device/fetch-debs.sh .device-debs &&
 #   (cd .device-debs && apt-get download libdnnl2 libdnnl-dev libgtest-dev) &&
