@@ -8,6 +8,7 @@
 #include <random>
 
 #include "../../workloads/cuda/e2m1_f16_bits.hpp"
+#include "rafter/workloads/formats.hpp"
 
 namespace {
 
@@ -16,13 +17,6 @@ using rafter::workloads::cuda::packed_f16_bytes;
 using rafter::workloads::cuda::packed_f16_word;
 
 constexpr double kGrid[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-
-// An FP16 bit pattern's value (normal and subnormal; no infinities here).
-double f16_value(std::uint16_t h) {
-  const int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
-  const double v = exp == 0 ? std::ldexp(man, -24) : std::ldexp(1024 + man, exp - 25);
-  return sign ? -v : v;
-}
 
 TEST(E2m1F16Bits, PackedWordsDecodeToThePlainBytes) {
   for (int pos = 0; pos < 4; ++pos)
@@ -51,7 +45,8 @@ TEST(E2m1F16Bits, EachByteIsItsCodesValueTimesTwoToTheMinus14) {
     e2m1_f16_bytes(w, lo, hi);
     for (auto [bits, code] : {std::pair{lo, w & 15u}, std::pair{hi, w >> 4}}) {
       const double want = (code & 8 ? -1 : 1) * kGrid[code & 7] * std::ldexp(1.0, -14);
-      EXPECT_EQ(f16_value(std::uint16_t((bits & 0xFFu) << 8)), want) << "code " << code;
+      EXPECT_EQ(double(rafter::workloads::numfmt::fp16_to_float(std::uint16_t((bits & 0xFFu) << 8))), want)
+          << "code " << code;
       EXPECT_EQ(bits >> 8, 0u);  // the other bytes hold the other (zero) codes' bytes
     }
   }
