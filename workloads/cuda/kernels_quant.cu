@@ -494,8 +494,51 @@ __global__ void __launch_bounds__(kThreads)
 // block, after the RHT where asked) and writes them as 16 consecutive values of a row of Xᵀ. 16×16
 // tiles take their maximum through shared memory, MXFP4 pairs through a shuffle. The stochastic
 // draws of the copy are keyed by seed + 1 and counted by its own vector index, as the CPU's.
+// Where the column-wise copy's codes are the row-wise copy's transposed (codes_transpose: 16×16 tiles,
+// whose tile, maximum and scale are the same in Xᵀ, and FP8, whose one tensor scale is; both only
+// without the RHT on the copy and without SR, whose draws are keyed by each copy's own index), phase
+// A keeps its codes in shared memory instead of the values and phase B reads them down a column:
+// a byte and a shift or two a value where encoding them again took about 15 instructions a value.
+// H200, same call (bench/quant_results.md): W+T 11008×4096 16×16 104.5 → 80.8 µs, FP8 4096² 31.0 →
+// 27.7. Tried there and dropped: phase A's loads through L1 (83.5 µs), a tile's 16 lines in the
+// lanes of one warp with its maximum by shuffles and no barrier (91.8; 89.4 at 5 CTAs an SM: a
+// warp's row-wise stores then fill half sectors).
 constexpr int kTile = 64;
 constexpr int kTilePad = kTile + 1;  // shared-memory row stride: column reads 2-way conflicted at most
+template <QuantFormat F, bool RhtCols, bool Sr>
+constexpr bool codes_transpose = !RhtCols && !Sr && (F == QuantFormat::Nvfp4Tile16 || is_fp8(F));
+// Words of codes per tile row (64 values: 8 FP4, 16 FP8) plus one, so that the four segments' rows
+// (16 apart) of a column read fall in at most two banks.
+template <QuantFormat F>
+constexpr int kCodeStride = (is_fp8(F) ? 16 : 8) + 1;
+
+// Phase B of codes_transpose: the codes of column `line` of the tile, rows 16·seg ... + 15, from the
+// codes phase A kept (rows of kCodeStride words), as 16 consecutive codes of a row of Xᵀ at element e.
+template <QuantFormat F>
+__device__ __forceinline__ void transpose_codes16(const std::uint32_t* kept, int line, int seg,
+                                                  std::uint8_t* codes, std::int64_t e) {
+  const auto* b = reinterpret_cast<const std::uint8_t*>(kept);
+  constexpr int row_bytes = 4 * kCodeStride<F>;
+  if constexpr (is_fp8(F)) {
+    std::uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r = 16 * seg + 4 * j;
+      w[j] = __byte_perm(__byte_perm(b[r * row_bytes + line], b[(r + 1) * row_bytes + line], 0x0040),
+                         __byte_perm(b[(r + 2) * row_bytes + line], b[(r + 3) * row_bytes + line], 0x0040),
+                         0x5410);
+    }
+    *reinterpret_cast<uint4*>(codes + e) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    const int shift = 4 * (line & 1);
+    std::uint32_t w[2] = {0u, 0u};
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      w[i / 8] |= ((std::uint32_t(b[(16 * seg + i) * row_bytes + line / 2]) >> shift) & 0xfu)
+                  << (4 * (i % 8));
+    *reinterpret_cast<uint2*>(codes + e / 2) = make_uint2(w[0], w[1]);
+  }
+}
 
 template <QuantFormat F>
 __device__ __forceinline__ float copy_block_max(float bamax, float* red, int owner, int stride_owner) {
@@ -516,14 +559,19 @@ __device__ __forceinline__ float copy_block_max(float bamax, float* red, int own
 }
 
 // 16 values at f (one thread's segment) to codes at byte offset e / 2 (FP4) or e (FP8), e a multiple
-// of 16; the block's scale bits returned through `bits`.
+// of 16; the block's scale bits returned through `bits`. With `keep` (shared memory), the code words
+// (2 for FP4, 4 for FP8) are kept there too.
 template <QuantFormat F, bool Sr, class Draws>
 __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, float ts, std::uint8_t* codes,
-                                         std::int64_t e, const Draws& d, std::uint8_t& bits) {
+                                         std::int64_t e, const Draws& d, std::uint8_t& bits,
+                                         std::uint32_t* keep = nullptr) {
   if constexpr (is_fp8(F)) {
     std::uint32_t w[4];
     fp8_words<F>(f, ts, w);
     *reinterpret_cast<uint4*>(codes + e) = make_uint4(w[0], w[1], w[2], w[3]);
+    if (keep)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) keep[i] = w[i];
   } else {
     constexpr QuantFormat S = F == QuantFormat::Mxfp4 ? F : QuantFormat::Nvfp4;
     const float scale = block_scale<S>(bamax, ts, bits);
@@ -531,9 +579,10 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
 #pragma unroll
     for (int i = 0; i < 8; ++i) lo[i] = f[i], hi[i] = f[8 + i];
     const float rcp = fp4_reciprocal(scale);
-    *reinterpret_cast<uint2*>(codes + e / 2) =
-        make_uint2(encode_fp4x8<Sr>(lo, scale, rcp, Sr ? d.word(0) : uint4{}),
-                   encode_fp4x8<Sr>(hi, scale, rcp, Sr ? d.word(1) : uint4{}));
+    const uint2 w = make_uint2(encode_fp4x8<Sr>(lo, scale, rcp, Sr ? d.word(0) : uint4{}),
+                               encode_fp4x8<Sr>(hi, scale, rcp, Sr ? d.word(1) : uint4{}));
+    *reinterpret_cast<uint2*>(codes + e / 2) = w;
+    if (keep) keep[0] = w.x, keep[1] = w.y;
   }
 }
 
@@ -643,33 +692,38 @@ __global__ void __launch_bounds__(kThreads, Rht || Sr ? 4 : 5)  // 48 registers 
 // One thread's 16 values of a copy, at (row, col) of that copy ([.., out_cols], col a multiple of 16):
 // the block's maximum (shared with the other threads of a 16×16 tile or a 1×32 block: every thread
 // calls this, valid or not), the codes, and the block scale from the thread that holds the block's
-// first 16 values. `line` and `seg` place the thread in the tile (see quantize_both_kernel).
+// first 16 values. `line` and `seg` place the thread in the tile (see quantize_both_kernel). Returns
+// the block's scale bits; `keep` as encode16's.
 template <QuantFormat F, bool Sr, class Draws>
-__device__ __forceinline__ void encode_segment(const float (&f)[16], float ts, QuantTensorRef out,
-                                               std::int64_t row, std::int64_t col, std::int64_t out_cols,
-                                               bool valid, const Draws& draws, float* red, int line,
-                                               int seg) {
+__device__ __forceinline__ std::uint8_t encode_segment(const float (&f)[16], float ts, QuantTensorRef out,
+                                                       std::int64_t row, std::int64_t col,
+                                                       std::int64_t out_cols, bool valid, const Draws& draws,
+                                                       float* red, int line, int seg,
+                                                       std::uint32_t* keep = nullptr) {
   float bamax = 0.0f;
 #pragma unroll
   for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(f[i]));
   // A 16×16 tile: 16 lines of this segment, owners 4 threads apart.
   bamax = copy_block_max<F>(bamax, red, (line & ~15) * 4 + seg, 4);
-  if (!valid) return;
   std::uint8_t bits = 0;
+  if (!valid) return bits;
   const std::int64_t e = row * out_cols + col;
-  encode16<F, Sr>(f, bamax, ts, out.codes, e, draws, bits);
+  encode16<F, Sr>(f, bamax, ts, out.codes, e, draws, bits, keep);
   if constexpr (F == QuantFormat::Nvfp4) out.scales[e / 16] = bits;
   if constexpr (F == QuantFormat::Mxfp4)
     if (!(seg & 1)) out.scales[e / 32] = bits;
   if constexpr (F == QuantFormat::Nvfp4Tile16)
     if (!(line & 15)) out.scales[(row / 16) * (out_cols / 16) + col / 16] = bits;
+  return bits;
 }
 
 template <QuantFormat F, bool RhtCols, bool Sr>
 __global__ void __launch_bounds__(kThreads)
     quantize_both_kernel(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int64_t rows,
                          std::int64_t cols, const SrKeys keys, const SrKeys keys_t) {
-  __shared__ float tile[kTile][kTilePad];
+  constexpr bool kCodes = codes_transpose<F, RhtCols, Sr>;  // phase B transposes phase A's codes
+  __shared__ float tile[kCodes ? 1 : kTile][kCodes ? 1 : kTilePad];
+  __shared__ std::uint32_t kept[kCodes ? kTile : 1][kCodes ? kCodeStride<F> : 1];
   __shared__ float red[kThreads];
   const int t = threadIdx.x, seg = t & 3, line = t >> 2;  // 4 segments of 16 along a 64-wide line
   const std::int64_t r0 = std::int64_t(gridDim.y - 1 - blockIdx.y) * kTile;  // reversed: L2 keeps the end
@@ -692,15 +746,25 @@ __global__ void __launch_bounds__(kThreads)
     to_float8(raw[1], b);
 #pragma unroll
     for (int i = 0; i < 8; ++i) f[i] = a[i], f[8 + i] = b[i];
+    if constexpr (!kCodes)
 #pragma unroll
-    for (int i = 0; i < 16; ++i) tile[line][16 * seg + i] = f[i];
+      for (int i = 0; i < 16; ++i) tile[line][16 * seg + i] = f[i];
     wait_for_amax();
     if (F != QuantFormat::Mxfp4) ts = __ldcg(q.tensor_scale), tst = __ldcg(qt.tensor_scale);
-    encode_segment<F, Sr>(f, ts, q, r, c, cols, valid, da, red, line, seg);
+    const std::uint8_t bits =
+        encode_segment<F, Sr>(f, ts, q, r, c, cols, valid, da, red, line, seg,
+                              kCodes ? &kept[line][seg * (kCodeStride<F> - 1) / 4] : nullptr);
+    // The copy's tile (c / 16, r / 16) of Xᵀ takes the same scale.
+    if constexpr (kCodes && F == QuantFormat::Nvfp4Tile16)
+      if (valid && !(line & 15)) qt.scales[(c / 16) * (rows / 16) + r / 16] = bits;
   }
   __syncthreads();
   // Phase B: column c0 + line, rows r0 + 16·seg ... + 15, written as row c0 + line of Xᵀ.
-  {
+  if constexpr (kCodes) {
+    const std::int64_t c = c0 + line, r = r0 + 16 * seg;
+    // The 16 phase-A threads these codes come from were valid exactly when this one is.
+    if (r < rows && c < cols) transpose_codes16<F>(&kept[0][0], line, seg, qt.codes, c * rows + r);
+  } else {
     const std::int64_t c = c0 + line, r = r0 + 16 * seg;
     const bool valid = r < rows && c < cols;
     float f[16];
