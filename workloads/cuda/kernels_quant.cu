@@ -212,26 +212,31 @@ __device__ __forceinline__ void hadamard16(float (&f)[16]) {
 }
 
 // Both maxima in one read, for transpose with the RHT: |x| (the row-wise copy) and |H16·x| over each
-// 16 values down a column (the column-wise copy). A thread takes 16 rows × 8 columns per step.
+// 16 values down a column (the column-wise copy). A thread takes 16 rows × 2 columns per step, one
+// 4-byte load a row (a warp reads 128 contiguous bytes of each row), over a grid of the CTAs that
+// are resident at once (amax_columns_grid). H200, same call (bench/quant_results.md), against
+// 16 rows × 8 columns (108 registers, 2 CTAs an SM; 4 columns: 64 registers): both copies with the
+// RHT 4096² 46.3 → 44.4 µs, 11008×4096 108.3 → 105.0, with SR 4096×11008 143.2 → 140.2.
 __global__ void __launch_bounds__(kThreads)
     amax_columns_kernel(const bf16* x, std::int64_t rows, std::int64_t cols, AmaxWorkspace* ws,
                         float* tensor_scale, float* tensor_scale_t, float range) {
   __shared__ float scratch[32];
   let_encoding_launch();
-  const std::int64_t vecs_per_row = cols / 8, chunks = rows / 16 * vecs_per_row;
+  const std::int64_t pairs_per_row = cols / 2, chunks = rows / 16 * pairs_per_row;
   float m = 0.0f, mt = 0.0f;
   for (std::int64_t c = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; c < chunks;
        c += std::int64_t(gridDim.x) * kThreads) {
-    const std::int64_t g = c / vecs_per_row, cv = c - g * vecs_per_row;
-    Bf16x8 raw[16];
+    const std::int64_t g = c / pairs_per_row, cp = c - g * pairs_per_row;
+    std::uint32_t raw[16];  // a bf16 pair of each row
 #pragma unroll
-    for (int i = 0; i < 16; ++i) raw[i] = load8(x + (g * 16 + i) * cols + cv * 8);  // cached: read again
+    for (int i = 0; i < 16; ++i)  // cached: the encoding pass reads it again
+      raw[i] = __ldg(reinterpret_cast<const unsigned*>(x + (g * 16 + i) * cols + cp * 2));
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {  // column by column: 16 floats live, not 128
+    for (int j = 0; j < 2; ++j) {  // column by column: 16 floats live
       float v[16];
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
-        v[i] = (j & 1) ? __high2float(raw[i].h[j >> 1]) : __low2float(raw[i].h[j >> 1]);
+        v[i] = __uint_as_float(j ? (raw[i] & 0xffff0000u) : (raw[i] << 16));
         m = fmaxf(m, fabsf(v[i]));
       }
       hadamard16(v);
@@ -914,6 +919,18 @@ unsigned vector_blocks(std::int64_t n, int per_thread) {
   return unsigned(std::max<std::int64_t>(1, (n / 8 + per_cta - 1) / per_cta));
 }
 
+// amax_columns_kernel's grid: as many CTAs as are resident at once on this device (at most
+// kMaxAmaxBlocks), each looping over its share.
+int amax_columns_grid() {
+  static PerDevice<int> per_device;
+  return per_device.get([] {
+    int resident = 0;
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, amax_columns_kernel, kThreads, 0),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor(amax_columns_kernel)");
+    return std::clamp(std::max(resident, 1) * sm_count(), 1, kMaxAmaxBlocks);
+  });
+}
+
 void check_shape(QuantFormat f, std::int64_t rows, std::int64_t cols, bool rht) {
   const int bc = block_cols(f);
   if (rows <= 0 || cols <= 0) throw InputError("quantize: rows and cols must be positive");
@@ -1007,9 +1024,9 @@ void quantize_both(const bf16* x, QuantTensorRef q, QuantTensorRef qt, std::int6
                      std::to_string(cols) + " must be multiples of " + std::to_string(std::max(16, bc)));
   if (f != QuantFormat::Mxfp4) {
     if (o.rht) {
-      const std::int64_t chunks = rows / 16 * (cols / 8);
-      const unsigned grid = unsigned(std::clamp<std::int64_t>((chunks + kThreads - 1) / kThreads, 1,
-                                                              std::min(kMaxAmaxBlocks, 8 * sm_count())));
+      const std::int64_t chunks = rows / 16 * (cols / 2);
+      const unsigned grid =
+          unsigned(std::clamp<std::int64_t>((chunks + kThreads - 1) / kThreads, 1, amax_columns_grid()));
       amax_columns_kernel<<<grid, kThreads, 0, stream>>>(x, rows, cols,
                                                          static_cast<AmaxWorkspace*>(workspace),
                                                          q.tensor_scale, qt.tensor_scale, scale_range(f));
