@@ -1,14 +1,17 @@
 // The CPU block quantizers (workloads/cpu/block_quant.hpp) on a tensor and on its transpose: where a
 // block of Xᵀ holds the same values as a block of X (16×16 tiles) or every value shares one scale
-// (FP8 per tensor), each code of Xᵀ is the code of the same value in X. The both-copies GPU kernel
-// relies on it (codes_transpose in workloads/cuda/kernels_quant.cu: it transposes the row-wise codes
-// instead of encoding again); 1×16 blocks and stochastic rounding are where it does not hold.
+// (FP8 per tensor), each code of Xᵀ is the code of the same value in X. The both-copies kernels rely
+// on it (cpu::codes_transpose and transpose_codes, and codes_transpose in
+// workloads/cuda/kernels_quant.cu: they transpose the row-wise codes instead of encoding again); 1×16
+// blocks and stochastic rounding are where it does not hold.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../workloads/cpu/block_quant.hpp"
@@ -23,13 +26,13 @@ constexpr std::int64_t kRows = 48, kCols = 80;  // 3 × 5 tiles of 16×16
 struct Pair {
   std::vector<float> x, xt;
 };
-Pair random_pair() {
+Pair random_pair(std::int64_t rows = kRows, std::int64_t cols = kCols) {
   std::mt19937 rng(5);
   std::normal_distribution<float> n(0.0f, 1.0f);
-  Pair p{std::vector<float>(kRows * kCols), std::vector<float>(kRows * kCols)};
-  for (std::int64_t r = 0; r < kRows; ++r)
-    for (std::int64_t c = 0; c < kCols; ++c)
-      p.xt[c * kRows + r] = p.x[r * kCols + c] = n(rng) * std::ldexp(1.0f, int(r % 17) - 10);
+  Pair p{std::vector<float>(rows * cols), std::vector<float>(rows * cols)};
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      p.xt[c * rows + r] = p.x[r * cols + c] = n(rng) * std::ldexp(1.0f, int(r % 17) - 10);
   return p;
 }
 
@@ -95,6 +98,50 @@ TEST(BlockQuant, OneByOneBlocksAndStochasticRoundingAreNotTransposes) {
   EXPECT_GT(transposed_code_mismatches(quantized(p.x, "nvfp4", true, kRows, kCols, {false, true, 1}),
                                        quantized(p.xt, "nvfp4", true, kCols, kRows, {false, true, 2})),
             0);
+}
+
+// transpose_codes writes, byte for byte, what quantize writes for Xᵀ, where codes_transpose says so:
+// 144 × 80 and 48 × 208 (rows past one 64-row strip and not a multiple of it, and the other way).
+TEST(BlockQuant, TransposeCodesWritesWhatQuantizeWritesForTheTranspose) {
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{144, 80}, {48, 208}})
+    for (const char* f : {"nvfp4", "fp8_e4m3", "fp8_e5m2"}) {
+      SCOPED_TRACE(std::string(f) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+      const bool tiles = std::string(f) == "nvfp4";
+      const Pair p = random_pair(rows, cols);
+      const cpu::QuantOptions rn{false, false, 1};
+      const auto q = quantized(p.x, f, tiles, rows, cols, rn);
+      ASSERT_TRUE(cpu::codes_transpose(q, rn));
+      const auto want = quantized(p.xt, f, tiles, cols, rows, rn);
+      cpu::QuantizedTensor got;
+      got.precision = f;
+      got.block2d = tiles;
+      got.rows = cols, got.cols = rows;
+      got.allocate();
+      std::memset(got.values.data(), 0xff, got.values.bytes());
+      std::memset(got.scales.data(), 0xff, got.scales.bytes());
+      got.tensor_scale = -1.0f;
+      cpu::transpose_codes(q, got);
+      const auto bytes = [](const cpu::Buffer& b) {
+        const auto* c = static_cast<const std::uint8_t*>(b.data());
+        return std::vector<std::uint8_t>(c, c + b.bytes());
+      };
+      EXPECT_EQ(bytes(got.values), bytes(want.values));
+      if (tiles) {
+        EXPECT_EQ(bytes(got.scales), bytes(want.scales));
+      }
+      EXPECT_EQ(got.tensor_scale, want.tensor_scale);
+    }
+  // Not where the copy takes the RHT or SR, nor for 1×16 or MXFP4 blocks.
+  cpu::QuantizedTensor q;
+  q.precision = "nvfp4", q.block2d = true;
+  EXPECT_FALSE(cpu::codes_transpose(q, {true, false, 1}));
+  EXPECT_FALSE(cpu::codes_transpose(q, {false, true, 1}));
+  q.block2d = false;
+  EXPECT_FALSE(cpu::codes_transpose(q, {}));
+  q.precision = "mxfp4";
+  EXPECT_FALSE(cpu::codes_transpose(q, {}));
+  q.precision = "fp8_e5m2";
+  EXPECT_TRUE(cpu::codes_transpose(q, {}));
 }
 
 }  // namespace

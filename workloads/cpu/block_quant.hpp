@@ -34,6 +34,14 @@ struct QuantOptions {
 // x is [rows, cols] row-major, fp32 or bf16; q must have precision/rows/cols/block2d set.
 void quantize(const float* x, QuantizedTensor& q, const QuantOptions& o);
 void quantize(const bf16* x, QuantizedTensor& q, const QuantOptions& o);
+// Where the column-wise copy's codes are the row-wise copy's transposed: 16×16 tiles (the same values,
+// maximum and scale in Xᵀ) and FP8 (one tensor scale), with neither the RHT nor stochastic rounding.
+// The GPU's both-copies kernel relies on the same (codes_transpose in workloads/cuda/kernels_quant.cu).
+bool codes_transpose(const QuantizedTensor& q, const QuantOptions& o);
+// qt (allocated as q's transpose: rows and cols swapped) = the codes, tile scales and tensor scale of
+// q transposed: what quantize writes for Xᵀ where codes_transpose(q, o) holds. rows and cols are
+// multiples of 16.
+void transpose_codes(const QuantizedTensor& q, QuantizedTensor& qt);
 // Writes [rows, cols] bf16 values.
 void dequantize(const QuantizedTensor& q, bf16* out);
 void dequantize(const QuantizedTensor& q, float* out);  // exact decoded values (checks)

@@ -2,10 +2,12 @@
 // rounding) and dequantize (→ BF16), built on block_quant (AVX2 or baseline x86-64, whichever fits
 // the CPU). The check decodes the quantized output back to values and compares with the exact FP64
 // emulation. transpose=1 takes a second pass on the CPU: X transposed (BF16, exact), then quantized
-// as the column-wise copy, with the RHT if asked (the row-wise copy is then not transformed).
+// as the column-wise copy, with the RHT if asked (the row-wise copy is then not transformed); where
+// the copy's codes are X's transposed (16×16 tiles, FP8; no RHT, no SR) the codes are transposed.
 #include <emmintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "block_quant.hpp"
@@ -77,7 +79,11 @@ class QuantizeKernel : public Kernel {
     options_.stochastic = shape_value(inst, "sr") != 0;
     inputs.push_back(make_tensor("x", DType::BF16, {q_.rows, q_.cols}, -3, 3));
     details["algorithm"] = "native two-pass (tensor amax, then block scales and E2M1/FP8 codes)";
-    if (transposed_) {
+    if (transposed_ && codes_transpose(q_, options_)) {
+      qt_ = make_q(inst, true);
+      details["algorithm"] =
+          "native two-pass on X; the column-wise copy's codes are X's transposed (16x16 SSE2 byte blocks)";
+    } else if (transposed_) {
       qt_ = make_q(inst, true);
       xt_ = Buffer(std::size_t(q_.rows * q_.cols) * sizeof(bf16));
       details["algorithm"] =
@@ -92,6 +98,7 @@ class QuantizeKernel : public Kernel {
     const bf16* x = inputs[0].as<bf16>();
     if (!transposed_) return quantize(x, q_, options_);
     quantize(x, q_, {false, options_.stochastic, options_.seed});  // the RHT is the column-wise copy's
+    if (codes_transpose(q_, options_)) return transpose_codes(q_, qt_);
     auto* t = static_cast<bf16*>(xt_.data());
     transpose_bf16(x, t, q_.rows, q_.cols);
     quantize(t, qt_, {options_.rht, options_.stochastic, options_.seed + 1});
@@ -122,9 +129,13 @@ class DequantizeKernel : public Kernel {
 };
 
 RAFTER_REGISTER_CPU_KERNEL({"quantize", "cpu.native", [](const OpInstance&) { return true; },
-                            [](const OpInstance& i) -> std::unique_ptr<Kernel> { return std::make_unique<QuantizeKernel>(i); }});
+                            [](const OpInstance& i) -> std::unique_ptr<Kernel> {
+                              return std::make_unique<QuantizeKernel>(i);
+                            }});
 RAFTER_REGISTER_CPU_KERNEL({"dequantize", "cpu.native", [](const OpInstance&) { return true; },
-                            [](const OpInstance& i) -> std::unique_ptr<Kernel> { return std::make_unique<DequantizeKernel>(i); }});
+                            [](const OpInstance& i) -> std::unique_ptr<Kernel> {
+                              return std::make_unique<DequantizeKernel>(i);
+                            }});
 
 }  // namespace
 }  // namespace rafter::workloads::cpu
