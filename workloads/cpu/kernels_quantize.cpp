@@ -7,7 +7,6 @@
 #include <emmintrin.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 
 #include "block_quant.hpp"
