@@ -765,13 +765,12 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   // Phase B: column c0 + line, rows r0 + 16·seg ... + 15, written as row c0 + line of Xᵀ.
+  const std::int64_t c = c0 + line, r = r0 + 16 * seg;
+  const bool valid = r < rows && c < cols;
   if constexpr (kCodes) {
-    const std::int64_t c = c0 + line, r = r0 + 16 * seg;
     // The 16 phase-A threads these codes come from were valid exactly when this one is.
-    if (r < rows && c < cols) transpose_codes16<F>(&kept[0][0], line, seg, qt.codes, c * rows + r);
+    if (valid) transpose_codes16<F>(&kept[0][0], line, seg, qt.codes, c * rows + r);
   } else {
-    const std::int64_t c = c0 + line, r = r0 + 16 * seg;
-    const bool valid = r < rows && c < cols;
     float f[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) f[i] = valid ? tile[16 * seg + i][line] : 0.0f;
