@@ -10,11 +10,10 @@
 namespace rafter::workloads::cpu {
 namespace {
 
-// 16×16 bytes from x (row stride ldx) to t (row stride ldt): four rounds of interleaving row i with
-// row i + 8 (SSE2 byte unpacks) transpose a 16×16 byte matrix.
-void transpose16x16_bytes(const std::uint8_t* x, std::int64_t ldx, std::uint8_t* t, std::int64_t ldt) {
-  __m128i a[16], b[16];
-  for (int i = 0; i < 16; ++i) a[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i * ldx));
+// A 16×16 byte matrix, a row a register, transposed in place: four rounds of interleaving row i with
+// row i + 8 (SSE2 byte unpacks).
+void transpose16x16(__m128i (&a)[16]) {
+  __m128i b[16];
   for (int round = 0; round < 4; ++round) {
     for (int i = 0; i < 8; ++i) {
       b[2 * i] = _mm_unpacklo_epi8(a[i], a[i + 8]);
@@ -22,25 +21,29 @@ void transpose16x16_bytes(const std::uint8_t* x, std::int64_t ldx, std::uint8_t*
     }
     std::copy(b, b + 16, a);
   }
+}
+
+// 16×16 bytes from x (row stride ldx) to t (row stride ldt).
+void transpose16x16_bytes(const std::uint8_t* x, std::int64_t ldx, std::uint8_t* t, std::int64_t ldt) {
+  __m128i a[16];
+  for (int i = 0; i < 16; ++i) a[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i * ldx));
+  transpose16x16(a);
   for (int i = 0; i < 16; ++i) _mm_storeu_si128(reinterpret_cast<__m128i*>(t + i * ldt), a[i]);
 }
 
 // The same for 16×16 E2M1 codes, two to a byte (low nibble first): each row of 8 bytes widened to a
 // code a byte, transposed, and packed back.
 void transpose16x16_nibbles(const std::uint8_t* x, std::int64_t ldx, std::uint8_t* t, std::int64_t ldt) {
-  alignas(16) std::uint8_t wide[16][16], tw[16][16];
   const __m128i low = _mm_set1_epi8(0x0f);
+  __m128i a[16];
   for (int i = 0; i < 16; ++i) {
     const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i * ldx));
-    _mm_store_si128(reinterpret_cast<__m128i*>(wide[i]),
-                    _mm_unpacklo_epi8(_mm_and_si128(v, low), _mm_and_si128(_mm_srli_epi16(v, 4), low)));
+    a[i] = _mm_unpacklo_epi8(_mm_and_si128(v, low), _mm_and_si128(_mm_srli_epi16(v, 4), low));
   }
-  transpose16x16_bytes(&wide[0][0], 16, &tw[0][0], 16);
-  for (int i = 0; i < 16; ++i) {
-    const __m128i w =
-        _mm_load_si128(reinterpret_cast<const __m128i*>(tw[i]));  // 16-bit lanes: even | odd << 8
-    const __m128i packed = _mm_or_si128(_mm_and_si128(w, _mm_set1_epi16(0x000f)),
-                                        _mm_and_si128(_mm_srli_epi16(w, 4), _mm_set1_epi16(0x00f0)));
+  transpose16x16(a);
+  for (int i = 0; i < 16; ++i) {  // 16-bit lanes: even code | odd code << 8
+    const __m128i packed = _mm_or_si128(_mm_and_si128(a[i], _mm_set1_epi16(0x000f)),
+                                        _mm_and_si128(_mm_srli_epi16(a[i], 4), _mm_set1_epi16(0x00f0)));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(t + i * ldt), _mm_packus_epi16(packed, packed));
   }
 }
