@@ -36,13 +36,18 @@ Pair random_pair(std::int64_t rows = kRows, std::int64_t cols = kCols) {
   return p;
 }
 
-cpu::QuantizedTensor quantized(const std::vector<float>& x, const std::string& precision, bool block2d,
-                               std::int64_t rows, std::int64_t cols, const cpu::QuantOptions& o) {
+cpu::QuantizedTensor allocated(const std::string& precision, bool block2d, std::int64_t rows,
+                               std::int64_t cols) {
   cpu::QuantizedTensor q;
   q.precision = precision;
   q.block2d = block2d;
   q.rows = rows, q.cols = cols;
   q.allocate();
+  return q;
+}
+cpu::QuantizedTensor quantized(const std::vector<float>& x, const std::string& precision, bool block2d,
+                               std::int64_t rows, std::int64_t cols, const cpu::QuantOptions& o) {
+  cpu::QuantizedTensor q = allocated(precision, block2d, rows, cols);
   cpu::quantize(x.data(), q, o);
   return q;
 }
@@ -112,11 +117,7 @@ TEST(BlockQuant, TransposeCodesWritesWhatQuantizeWritesForTheTranspose) {
       const auto q = quantized(p.x, f, tiles, rows, cols, rn);
       ASSERT_TRUE(cpu::codes_transpose(q, rn));
       const auto want = quantized(p.xt, f, tiles, cols, rows, rn);
-      cpu::QuantizedTensor got;
-      got.precision = f;
-      got.block2d = tiles;
-      got.rows = cols, got.cols = rows;
-      got.allocate();
+      cpu::QuantizedTensor got = allocated(f, tiles, cols, rows);
       std::memset(got.values.data(), 0xff, got.values.bytes());
       std::memset(got.scales.data(), 0xff, got.scales.bytes());
       got.tensor_scale = -1.0f;
