@@ -305,6 +305,71 @@ TEST_F(GpuQuant, StochasticRoundingIsUnbiased) {
   EXPECT_NE(run(true, 1001), first);
 }
 
+// One workspace through a sequence of calls whose amax goes down, to zero and up again, in every
+// form of amax pass (plain, with the RHT, both copies with and without the column-wise RHT) and with
+// MXFP4 calls between them (no amax pass): each call's tensor scales (outputs poisoned first) and
+// codes equal the CPU encoder's on that call's input. A slot left over from an earlier call would
+// give a later, smaller tensor its scale.
+TEST_F(GpuQuant, EachCallOfASharedWorkspaceFindsItsOwnTensorScale) {
+  const std::int64_t rows = 64, cols = 384;
+  const Input big(rows, cols, 3, 4), mid(rows, cols, 4), small(rows, cols, 5, -9);
+  Input zero(rows, cols, 6);
+  zero.x.assign(zero.x.size(), 0);
+  zero.xf.assign(zero.xf.size(), 0.0f);
+  ASSERT_EQ(cudaMemset(zero.dx.p, 0, zero.x.size() * 2), cudaSuccess);
+  ASSERT_FALSE(HasFailure());  // the uploads
+  Dev<std::uint8_t> workspace(cuda::quant_workspace_bytes());
+  ASSERT_EQ(cudaMemset(workspace.p, 0, cuda::quant_workspace_bytes()), cudaSuccess);
+  struct Call {
+    const Input* in;
+    const Format* f;
+    bool rht, both;
+  };
+  const Format &nv = kFormats[0], &tile = kFormats[1], &mx = kFormats[2], &e4 = kFormats[3],
+               &e5 = kFormats[4];
+  const Call calls[] = {
+      {&big, &nv, false, false},    {&small, &nv, false, false}, {&zero, &tile, false, false},
+      {&mid, &e4, false, false},    {&mid, &mx, false, false},   {&small, &e5, false, false},
+      {&big, &nv, true, true},      {&small, &nv, true, true},   {&mid, &mx, false, true},
+      {&small, &tile, false, true}, {&zero, &e4, false, true},   {&big, &tile, true, false},
+      {&small, &nv, true, false},   {&mid, &e4, false, true}};
+  int i = 0;
+  for (const Call& c : calls) {
+    const Format& f = *c.f;
+    SCOPED_TRACE("call " + std::to_string(i++) + ": " + f.precision + (f.block2d ? " 16x16" : "") +
+                 (c.rht ? " rht" : "") + (c.both ? " both copies" : ""));
+    std::vector<float> xt(c.in->xf.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t k = 0; k < cols; ++k)
+        xt[std::size_t(k * rows + r)] = c.in->xf[std::size_t(r * cols + k)];
+    cpu::QuantizedTensor q, qt;
+    q.precision = qt.precision = f.precision;
+    q.block2d = qt.block2d = f.block2d;
+    q.rows = qt.cols = rows, q.cols = qt.rows = cols;
+    q.allocate(), qt.allocate();
+    // Both copies: the row-wise copy is never transformed, the column-wise one takes the RHT.
+    cpu::quantize(c.in->xf.data(), q, {c.rht && !c.both, false, 1});
+    cpu::quantize(xt.data(), qt, {c.rht, false, 1});
+    GpuQuantized g(f.gpu, rows, cols), gt(f.gpu, cols, rows);
+    ASSERT_EQ(cudaMemset(g.tensor_scale.p, 0xff, 4), cudaSuccess);  // NaN until written
+    ASSERT_EQ(cudaMemset(gt.tensor_scale.p, 0xff, 4), cudaSuccess);
+    const cuda::QuantTensorRef t = gt.ref();
+    cuda::quantize_bf16(c.in->dx.p, g.ref(), rows, cols, f.gpu, {c.rht, false, 1}, workspace.p, nullptr,
+                        c.both ? &t : nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols);
+    EXPECT_EQ(g.codes.host(nc), bytes_of(q.values, nc)) << "row-wise codes";
+    if (c.both) {
+      EXPECT_EQ(gt.codes.host(nc), bytes_of(qt.values, nc)) << "column-wise codes";
+    }
+    if (f.gpu == cuda::QuantFormat::Mxfp4) continue;
+    EXPECT_EQ(g.tensor_scale.host(1)[0], q.tensor_scale);
+    if (c.both) {
+      EXPECT_EQ(gt.tensor_scale.host(1)[0], qt.tensor_scale);
+    }
+  }
+}
+
 TEST_F(GpuQuant, BadShapesAreInputErrors) {
   GpuQuantized g(cuda::QuantFormat::Mxfp4, 16, 64);
   EXPECT_THROW(
