@@ -307,9 +307,9 @@ TEST_F(GpuQuant, StochasticRoundingIsUnbiased) {
 
 // One workspace through a sequence of calls whose amax goes down, to zero and up again, in every
 // form of amax pass (plain, with the RHT, both copies with and without the column-wise RHT) and with
-// MXFP4 calls between them (no amax pass): each call's tensor scales (outputs poisoned first) and
-// codes equal the CPU encoder's on that call's input. A slot left over from an earlier call would
-// give a later, smaller tensor its scale.
+// MXFP4 calls between them (no amax pass): each call's tensor scales (outputs poisoned first), block
+// scales and codes equal the CPU encoder's on that call's input. State left over from an earlier
+// call (the amax pass's counter or a maximum) would give a later, smaller tensor its scale.
 TEST_F(GpuQuant, EachCallOfASharedWorkspaceFindsItsOwnTensorScale) {
   const std::int64_t rows = 64, cols = 384;
   const Input big(rows, cols, 3, 4), mid(rows, cols, 4), small(rows, cols, 5, -9);
@@ -357,10 +357,17 @@ TEST_F(GpuQuant, EachCallOfASharedWorkspaceFindsItsOwnTensorScale) {
     cuda::quantize_bf16(c.in->dx.p, g.ref(), rows, cols, f.gpu, {c.rht, false, 1}, workspace.p, nullptr,
                         c.both ? &t : nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols);
+    const std::size_t nc = cuda::quant_code_bytes(f.gpu, rows, cols),
+                      ns = cuda::quant_scale_bytes(f.gpu, rows, cols);
     EXPECT_EQ(g.codes.host(nc), bytes_of(q.values, nc)) << "row-wise codes";
+    if (ns) {
+      EXPECT_EQ(g.scales.host(ns), bytes_of(q.scales, ns)) << "row-wise scales";
+    }
     if (c.both) {
       EXPECT_EQ(gt.codes.host(nc), bytes_of(qt.values, nc)) << "column-wise codes";
+      if (ns) {
+        EXPECT_EQ(gt.scales.host(ns), bytes_of(qt.scales, ns)) << "column-wise scales";
+      }
     }
     if (f.gpu == cuda::QuantFormat::Mxfp4) continue;
     EXPECT_EQ(g.tensor_scale.host(1)[0], q.tensor_scale);
