@@ -204,6 +204,18 @@ std::vector<std::uint8_t> bytes_of(const rafter::workloads::cpu::Buffer& b, std:
   return {p, p + n};
 }
 
+// The CPU encoder's two copies of a rows × cols tensor in format f, allocated: q row-wise, qt the
+// column-wise one (cols × rows).
+struct CpuCopies {
+  cpu::QuantizedTensor q, qt;
+  CpuCopies(const Format& f, std::int64_t rows, std::int64_t cols) {
+    q.precision = qt.precision = f.precision;
+    q.block2d = qt.block2d = f.block2d;
+    q.rows = qt.cols = rows, q.cols = qt.rows = cols;
+    q.allocate(), qt.allocate();
+  }
+};
+
 // transpose=1: the row-wise copy (never transformed) and the column-wise copy (Xᵀ, its blocks along
 // rows, the RHT where asked) from one encoding pass equal the CPU encoder's on X and on Xᵀ, byte for
 // byte. 96 × 320: partial 64×64 tiles in both directions.
@@ -220,11 +232,8 @@ TEST_F(GpuQuant, BothCopiesFromOnePassEqualTheCpuEncoder) {
   for (const Format& f : kFormats)
     for (bool rht : {false, true}) {
       SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : "") + (rht ? " rht" : ""));
-      cpu::QuantizedTensor q, qt;
-      q.precision = qt.precision = f.precision;
-      q.block2d = qt.block2d = f.block2d;
-      q.rows = qt.cols = rows, q.cols = qt.rows = cols;
-      q.allocate(), qt.allocate();
+      CpuCopies cpu_copies(f, rows, cols);
+      auto &q = cpu_copies.q, &qt = cpu_copies.qt;
       cpu::quantize(xf.data(), q, {false, false, 1});
       cpu::quantize(xt.data(), qt, {rht, false, 1});
       GpuQuantized g(f.gpu, rows, cols), gt(f.gpu, cols, rows);
@@ -342,11 +351,8 @@ TEST_F(GpuQuant, EachCallOfASharedWorkspaceFindsItsOwnTensorScale) {
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t k = 0; k < cols; ++k)
         xt[std::size_t(k * rows + r)] = c.in->xf[std::size_t(r * cols + k)];
-    cpu::QuantizedTensor q, qt;
-    q.precision = qt.precision = f.precision;
-    q.block2d = qt.block2d = f.block2d;
-    q.rows = qt.cols = rows, q.cols = qt.rows = cols;
-    q.allocate(), qt.allocate();
+    CpuCopies cpu_copies(f, rows, cols);
+    auto &q = cpu_copies.q, &qt = cpu_copies.qt;
     // Both copies: the row-wise copy is never transformed, the column-wise one takes the RHT.
     cpu::quantize(c.in->xf.data(), q, {c.rht && !c.both, false, 1});
     cpu::quantize(xt.data(), qt, {c.rht, false, 1});
