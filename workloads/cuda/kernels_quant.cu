@@ -1,7 +1,7 @@
 // Quantizers and dequantizers (quantize.hpp). One thread owns 8 consecutive values of a row (one
 // 16-byte load); the threads of a scale block combine their maxima with shuffles (4 lanes per
-// MXFP4 1×32 block, a lane pair in the amax pass's RHT, whose last butterfly stage crosses the pair
-// the same way), so a block never leaves registers. The NVFP4 encodings give a thread 16 values of
+// MXFP4 1×32 block, a lane pair in FP8's RHT, whose last butterfly stage crosses the pair the same
+// way), so a block never leaves registers. The NVFP4 encodings give a thread 16 values of
 // a row (two loads): a whole 1×16 block, whose scale it finds once, or a row of a 16×16 tile, whose
 // 16 rows meet their maximum in a half-warp.
 // Formats with a tensor scale take two kernels: the amax pass (a grid-stride reduction whose last
@@ -124,6 +124,37 @@ __device__ __forceinline__ void wait_for_amax() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
+// One butterfly stage over 16 values: pairs (i, i + H) for every i with bit H clear. Each pair is
+// independent of the others, so any order gives the same bits.
+template <int H>
+__device__ __forceinline__ void butterfly16(float (&f)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+    if (!(i & H)) {
+      const float a = f[i], b = f[i + H];
+      f[i] = a + b;
+      f[i + H] = a - b;
+    }
+}
+
+// x[16 values] ← H16·diag(sign)·x / 4 in one thread: hadamard16_pair's operations (and so the
+// CPU's), for 16 values of a row or, in the column-wise copy, down a column. Stages written out one
+// by one: nested loops with a variable stride left the array in local memory. Without Scale the
+// last step (× 1/4) is left to the caller.
+template <bool Scale = true>
+__device__ __forceinline__ void hadamard16(float (&f)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+    if ((kRhtNegative >> i) & 1u) f[i] = -f[i];
+  butterfly16<1>(f);
+  butterfly16<2>(f);
+  butterfly16<4>(f);
+  butterfly16<8>(f);
+  if constexpr (Scale)
+#pragma unroll
+    for (int i = 0; i < 16; ++i) f[i] *= 0.25f;
+}
+
 // ---- amax pass -------------------------------------------------------------------------------
 
 // The last CTA of an amax pass: every CTA's maximum (and the column-wise copy's, where one is
@@ -162,53 +193,42 @@ __global__ void __launch_bounds__(kThreads)
   let_encoding_launch();
   const std::int64_t nvec = n / 8, chunk = std::int64_t(kThreads) * kAmaxVectorsPerThread;
   float m = 0.0f;
-  // The loop bound is uniform over the CTA, so that the RHT's shuffles always find their pair.
   for (std::int64_t c = blockIdx.x; c * chunk < nvec; c += gridDim.x) {
     float f[kAmaxVectorsPerThread][8];
 #pragma unroll
     for (int u = 0; u < kAmaxVectorsPerThread; ++u) {
-      const std::int64_t v = c * chunk + u * kThreads + threadIdx.x;
+      // With the RHT a thread takes 16 consecutive values (two vectors, kAmaxVectorsPerThread / 2
+      // such blocks kThreads blocks apart), whose transform it finds alone; nvec is even (rht needs
+      // cols a multiple of 16).
+      const std::int64_t v = Rht ? 2 * (c * (chunk / 2) + (u / 2) * kThreads + threadIdx.x) + (u & 1)
+                                 : c * chunk + u * kThreads + threadIdx.x;
       load_vector(x, v, v < nvec, false, f[u]);  // cached: the encoding pass reads it again from L2
     }
+    if constexpr (Rht) {
 #pragma unroll
-    for (int u = 0; u < kAmaxVectorsPerThread; ++u) {
-      if (Rht) hadamard16_pair(f[u], threadIdx.x & 1);
-      m = fmaxf(m, abs_max8(f[u]));
+      for (int u = 0; u < kAmaxVectorsPerThread; u += 2) {
+        float g[16];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) g[i] = f[u + i / 8][i % 8];
+        hadamard16<false>(g);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) m = fmaxf(m, fabsf(g[i]));
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kAmaxVectorsPerThread; ++u) m = fmaxf(m, abs_max8(f[u]));
     }
   }
+  // The transform's × 1/4 once, on the maximum: RN(y / 4) never decreases with |y|, so the largest
+  // of the scaled magnitudes is the largest magnitude scaled. H200 against the lane pairs' transform
+  // with its scale per value (bench/quant_results.md): NVFP4 RHT 4096² 29.6 → 28.7 µs, RHT + SR
+  // 37.0 → 36.0, RHT 4096×11008 69.3 → 67.9.
+  if (Rht) m *= 0.25f;
   if (blockIdx.x == 0)  // values past the last whole vector (FP8 with rows·cols not a multiple of 8)
     for (std::int64_t e = nvec * 8 + threadIdx.x; e < n; e += kThreads)
       m = fmaxf(m, fabsf(__bfloat162float(x[e])));
   m = block_reduce<true>(m, scratch);
   finish_amax(m, 0.0f, ws, tensor_scale, tensor_scale_t, false, range, scratch);
-}
-
-// One butterfly stage over 16 values: pairs (i, i + H) for every i with bit H clear. Each pair is
-// independent of the others, so any order gives the same bits.
-template <int H>
-__device__ __forceinline__ void butterfly16(float (&f)[16]) {
-#pragma unroll
-  for (int i = 0; i < 16; ++i)
-    if (!(i & H)) {
-      const float a = f[i], b = f[i + H];
-      f[i] = a + b;
-      f[i + H] = a - b;
-    }
-}
-
-// x[16 values along rows] ← H16·diag(sign)·x / 4 in one thread: hadamard16_pair's operations (and
-// so the CPU's), for the column-wise copy, whose blocks run along rows. Stages written out one by
-// one: nested loops with a variable stride left the array in local memory.
-__device__ __forceinline__ void hadamard16(float (&f)[16]) {
-#pragma unroll
-  for (int i = 0; i < 16; ++i)
-    if ((kRhtNegative >> i) & 1u) f[i] = -f[i];
-  butterfly16<1>(f);
-  butterfly16<2>(f);
-  butterfly16<4>(f);
-  butterfly16<8>(f);
-#pragma unroll
-  for (int i = 0; i < 16; ++i) f[i] *= 0.25f;
 }
 
 // Both maxima in one read, for transpose with the RHT: |x| (the row-wise copy) and |H16·x| over each
