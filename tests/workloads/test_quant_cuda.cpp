@@ -261,6 +261,43 @@ TEST_F(GpuQuant, BothCopiesFromOnePassEqualTheCpuEncoder) {
       rafter::InputError);
 }
 
+// The FP4 encoders take the RHT's × 1/4 in each block's reciprocal where the block's maximum lies in
+// [2^-100, 2^100] (encode16), and scale every value elsewhere: blocks of both kinds (inputs times
+// 2^-118 and 2^100), row-wise and in the column-wise copy, equal the CPU encoder byte for byte.
+TEST_F(GpuQuant, RhtBlocksOfExtremeMagnitudeEqualTheCpuEncoder) {
+  const std::int64_t rows = 64, cols = 384;
+  for (const int shift : {-118, 100}) {
+    const Input in(rows, cols, 9, shift);
+    ASSERT_FALSE(HasFailure());  // the upload
+    std::vector<float> xt(in.xf.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t k = 0; k < cols; ++k)
+        xt[std::size_t(k * rows + r)] = in.xf[std::size_t(r * cols + k)];
+    for (const Format* f : {&kFormats[0], &kFormats[2]}) {
+      SCOPED_TRACE(std::string(f->precision) + " shift " + std::to_string(shift));
+      CpuCopies cpu_copies(*f, rows, cols);
+      auto &q = cpu_copies.q, &qt = cpu_copies.qt;
+      CpuCopies rht_copies(*f, rows, cols);
+      auto& qr = rht_copies.q;  // the row-wise copy with the RHT (no column-wise copy)
+      cpu::quantize(in.xf.data(), q, {false, false, 1});
+      cpu::quantize(in.xf.data(), qr, {true, false, 1});
+      cpu::quantize(xt.data(), qt, {true, false, 1});
+      GpuQuantized g(f->gpu, rows, cols), gr(f->gpu, rows, cols), gt(f->gpu, cols, rows);
+      const cuda::QuantTensorRef t = gt.ref();
+      cuda::quantize_bf16(in.dx.p, gr.ref(), rows, cols, f->gpu, {true, false, 1}, gr.workspace.p, nullptr);
+      cuda::quantize_bf16(in.dx.p, g.ref(), rows, cols, f->gpu, {true, false, 1}, g.workspace.p, nullptr, &t);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::size_t nc = cuda::quant_code_bytes(f->gpu, rows, cols),
+                        ns = cuda::quant_scale_bytes(f->gpu, rows, cols);
+      EXPECT_EQ(gr.codes.host(nc), bytes_of(qr.values, nc)) << "row-wise codes, RHT";
+      EXPECT_EQ(gr.scales.host(ns), bytes_of(qr.scales, ns)) << "row-wise scales, RHT";
+      EXPECT_EQ(g.codes.host(nc), bytes_of(q.values, nc)) << "row-wise codes beside the copy";
+      EXPECT_EQ(gt.codes.host(nc), bytes_of(qt.values, nc)) << "column-wise codes, RHT";
+      EXPECT_EQ(gt.scales.host(ns), bytes_of(qt.scales, ns)) << "column-wise scales, RHT";
+    }
+  }
+}
+
 // Inputs whose block scales are exact (each 1×16 block holds ±2^-j, the tensor's amax is 1), so
 // that no value lies beyond 6 block scales and stochastic rounding has nothing to clip: then its
 // expectation is the input itself.

@@ -259,11 +259,12 @@ __global__ void __launch_bounds__(kThreads)
         v[i] = __uint_as_float(j ? (raw[i] & 0xffff0000u) : (raw[i] << 16));
         m = fmaxf(m, fabsf(v[i]));
       }
-      hadamard16(v);
+      hadamard16<false>(v);
 #pragma unroll
       for (int i = 0; i < 16; ++i) mt = fmaxf(mt, fabsf(v[i]));
     }
   }
+  mt *= 0.25f;  // the transform's scale, once on the maximum (amax_kernel)
   m = block_reduce<true>(m, scratch);
   mt = block_reduce<true>(mt, scratch);
   finish_amax(m, mt, ws, tensor_scale, tensor_scale_t, true, range, scratch);
@@ -586,10 +587,16 @@ __device__ __forceinline__ float copy_block_max(float bamax, float* red, int own
 // 16 values at f (one thread's segment) to codes at byte offset e / 2 (FP4) or e (FP8), e a multiple
 // of 16; the block's scale bits returned through `bits`. With `keep` (shared memory), the code words
 // (2 for FP4, 4 for FP8) are kept there too.
-template <QuantFormat F, bool Sr, class Draws>
+// Unscaled (FP4): f is the RHT without its × 1/4 (hadamard16<false>) and bamax the block's largest
+// magnitude of those. The block's maximum takes the 1/4 (RN(y/4) never decreases with |y|), and the
+// reciprocal takes it for the values: with y/4 and r/4 exact, RN(RN(|y|/4)·r) = RN(|y|·(r/4)). A
+// block maximum (unscaled) in [2^-100, 2^100] keeps r/4 normal, and there a y whose y/4 is
+// subnormal gives a quotient under 2^-20 either way, code 0; other blocks scale each value first.
+template <QuantFormat F, bool Sr, bool Unscaled = false, class Draws>
 __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, float ts, std::uint8_t* codes,
                                          std::int64_t e, const Draws& d, std::uint8_t& bits,
                                          std::uint32_t* keep = nullptr) {
+  static_assert(!(Unscaled && is_fp8(F)), "FP8 takes the scaled values");
   if constexpr (is_fp8(F)) {
     std::uint32_t w[4];
     fp8_words<F>(f, ts, w);
@@ -599,11 +606,19 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
       for (int i = 0; i < 4; ++i) keep[i] = w[i];
   } else {
     constexpr QuantFormat S = F == QuantFormat::Mxfp4 ? F : QuantFormat::Nvfp4;
-    const float scale = block_scale<S>(bamax, ts, bits);
+    const float scale = block_scale<S>(Unscaled ? bamax * 0.25f : bamax, ts, bits);
     float lo[8], hi[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) lo[i] = f[i], hi[i] = f[8 + i];
-    const float rcp = fp4_reciprocal(scale);
+    float rcp = fp4_reciprocal(scale);
+    if constexpr (Unscaled) {
+      if (bamax >= 0x1p-100f && bamax <= 0x1p100f) {
+        rcp *= 0.25f;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) lo[i] *= 0.25f, hi[i] *= 0.25f;
+      }
+    }
     const uint2 w = make_uint2(encode_fp4x8<Sr>(lo, scale, rcp, Sr ? d.word(0) : uint4{}),
                                encode_fp4x8<Sr>(hi, scale, rcp, Sr ? d.word(1) : uint4{}));
     *reinterpret_cast<uint2*>(codes + e / 2) = w;
@@ -616,7 +631,7 @@ __device__ __forceinline__ void encode16(const float (&f)[16], float bamax, floa
 // past it: each of a warp's two loads covers half of every sector it touches, and streaming loads
 // would fetch each sector from L2 twice. With Sr, the generator's words for those values (sr_draws)
 // come out through d, drawn while the loads are in flight.
-template <bool Rht, bool Sr>
+template <bool Rht, bool Sr, bool Unscaled = false>  // Unscaled: the RHT without its × 1/4 (encode16)
 __device__ __forceinline__ float load16_drawing(const bf16* x, std::int64_t v, bool valid, const SrKeys& keys,
                                                 float (&f)[16], SrDraws& d) {
   const Bf16x8 raw[2] = {load_raw8(x, v, valid, false), load_raw8(x, v + 1, valid, false)};
@@ -626,7 +641,7 @@ __device__ __forceinline__ float load16_drawing(const bf16* x, std::int64_t v, b
   to_float8(raw[1], half[1]);
 #pragma unroll
   for (int i = 0; i < 16; ++i) f[i] = half[i / 8][i % 8];
-  if (Rht) hadamard16(f);
+  if (Rht) hadamard16<!Unscaled>(f);
   float m = 0.0f;
 #pragma unroll
   for (int i = 0; i < 16; ++i) m = fmaxf(m, fabsf(f[i]));
@@ -656,17 +671,17 @@ __global__ void __launch_bounds__(kThreads, F == QuantFormat::Nvfp4 && Sr && !Rh
   if constexpr (F == QuantFormat::Mxfp4) {
     const bool valid = b < n / 16;  // no return before the shuffle: the warp's other lanes
     SrDraws d;
-    float bamax = load16_drawing<Rht, Sr>(x, 2 * b, valid, keys, f, d);
+    float bamax = load16_drawing<Rht, Sr, Rht>(x, 2 * b, valid, keys, f, d);
     bamax = fmaxf(bamax, __shfl_xor_sync(0xffffffffu, bamax, 1));
     if (!valid) return;
-    encode16<F, Sr>(f, bamax, 1.0f, q.codes, 16 * b, d, bits);
+    encode16<F, Sr, Rht>(f, bamax, 1.0f, q.codes, 16 * b, d, bits);
     if (!(b & 1)) q.scales[b / 2] = bits;
   } else {
     if (b >= n / 16) return;  // nothing below waits for another lane
     SrDraws d;
-    const float bamax = load16_drawing<Rht, Sr>(x, 2 * b, true, keys, f, d);
+    const float bamax = load16_drawing<Rht, Sr, Rht>(x, 2 * b, true, keys, f, d);
     wait_for_amax();
-    encode16<F, Sr>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, d, bits);
+    encode16<F, Sr, Rht>(f, bamax, __ldcg(q.tensor_scale), q.codes, 16 * b, d, bits);
     q.scales[b] = bits;
   }
 }
@@ -719,7 +734,7 @@ __global__ void __launch_bounds__(kThreads, Rht || Sr ? 4 : 5)  // 48 registers 
 // calls this, valid or not), the codes, and the block scale from the thread that holds the block's
 // first 16 values. `line` and `seg` place the thread in the tile (see quantize_both_kernel). Returns
 // the block's scale bits; `keep` as encode16's.
-template <QuantFormat F, bool Sr, class Draws>
+template <QuantFormat F, bool Sr, bool Unscaled = false, class Draws>  // Unscaled: as encode16's
 __device__ __forceinline__ std::uint8_t encode_segment(const float (&f)[16], float ts, QuantTensorRef out,
                                                        std::int64_t row, std::int64_t col,
                                                        std::int64_t out_cols, bool valid, const Draws& draws,
@@ -733,7 +748,7 @@ __device__ __forceinline__ std::uint8_t encode_segment(const float (&f)[16], flo
   std::uint8_t bits = 0;
   if (!valid) return bits;
   const std::int64_t e = row * out_cols + col;
-  encode16<F, Sr>(f, bamax, ts, out.codes, e, draws, bits, keep);
+  encode16<F, Sr, Unscaled>(f, bamax, ts, out.codes, e, draws, bits, keep);
   if constexpr (F == QuantFormat::Nvfp4) out.scales[e / 16] = bits;
   if constexpr (F == QuantFormat::Mxfp4)
     if (!(seg & 1)) out.scales[e / 32] = bits;
@@ -794,8 +809,9 @@ __global__ void __launch_bounds__(kThreads)
     float f[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) f[i] = valid ? tile[16 * seg + i][line] : 0.0f;
-    if (RhtCols) hadamard16(f);
-    encode_segment<F, Sr>(f, tst, qt, c, r, rows, valid, db, red, line, seg);
+    constexpr bool kUnscaled = RhtCols && !is_fp8(F);  // FP4: the × 1/4 in the reciprocal (encode16)
+    if (RhtCols) hadamard16<!kUnscaled>(f);
+    encode_segment<F, Sr, kUnscaled>(f, tst, qt, c, r, rows, valid, db, red, line, seg);
   }
 }
 
