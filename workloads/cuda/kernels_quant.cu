@@ -8,7 +8,9 @@
 // CTA turns the maximum into the tensor scale), then the encoding pass, which walks the tensor in
 // the reverse order so that it starts with what the amax pass read last and L2 still holds, and is
 // launched as the amax pass's programmatic dependent (launch_encoding): its loads start while the
-// amax pass ends.
+// amax pass ends. (Both passes in one cooperative kernel, a grid barrier between them and the second
+// read from L2, were level or slower on the H200: the resident grid encodes at fewer CTAs an SM;
+// bench/quant_results.md, 2026-11-29.)
 // Every fp32 operation that decides a code is the CPU encoder's, in its order (IEEE division for the
 // scales, the FP4 quotient as numfmt::fp4_quotient, no contraction), so round-to-nearest codes and
 // scales match it byte for byte. On the H100 the encoding pass streams below the HBM roof, and
