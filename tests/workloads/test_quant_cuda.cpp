@@ -104,6 +104,14 @@ class GpuQuant : public ::testing::Test {
   }
 };
 
+// The CPU encoder's rows × cols tensor in format f, allocated.
+cpu::QuantizedTensor cpu_tensor(const Format& f, std::int64_t rows, std::int64_t cols) {
+  cpu::QuantizedTensor q;
+  q.precision = f.precision, q.rows = rows, q.cols = cols, q.block2d = f.block2d;
+  q.allocate();
+  return q;
+}
+
 // Two shapes: rows of 48 vectors, and of 272 (at least a CTA's 256 threads: the 16×16 decoder
 // walks a thread's vectors along their rows, across a row's end at varying columns).
 TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
@@ -117,9 +125,7 @@ TEST_F(GpuQuant, RoundToNearestBytesEqualTheCpuEncoder) {
       for (bool rht : {false, true}) {
         SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : "") + (rht ? " rht" : "") + " " +
                      std::to_string(rows) + "x" + std::to_string(cols));
-        cpu::QuantizedTensor q;
-        q.precision = f.precision, q.rows = rows, q.cols = cols, q.block2d = f.block2d;
-        q.allocate();
+        cpu::QuantizedTensor q = cpu_tensor(f, rows, cols);
         cpu::quantize(xf.data(), q, {rht, false, 1});
         GpuQuantized g(f.gpu, rows, cols);
         cuda::quantize_bf16(dx.p, g.ref(), rows, cols, f.gpu, {rht, false, 1}, g.workspace.p, nullptr);
@@ -174,9 +180,7 @@ TEST_F(GpuQuant, TinyTensorsDivideWhereTheReciprocalOverflows) {
     const Input& in = f.block2d ? smaller : small;
     const auto& xf = in.xf;
     const auto& dx = in.dx;
-    cpu::QuantizedTensor q;
-    q.precision = f.precision, q.rows = rows, q.cols = cols, q.block2d = f.block2d;
-    q.allocate();
+    cpu::QuantizedTensor q = cpu_tensor(f, rows, cols);
     cpu::quantize(xf.data(), q, {false, false, 1});
     bool overflowing = false;  // the case the test is for
     for (std::int64_t s = 0; s < q.scale_count(); ++s) {
@@ -208,12 +212,8 @@ std::vector<std::uint8_t> bytes_of(const rafter::workloads::cpu::Buffer& b, std:
 // column-wise one (cols × rows).
 struct CpuCopies {
   cpu::QuantizedTensor q, qt;
-  CpuCopies(const Format& f, std::int64_t rows, std::int64_t cols) {
-    q.precision = qt.precision = f.precision;
-    q.block2d = qt.block2d = f.block2d;
-    q.rows = qt.cols = rows, q.cols = qt.rows = cols;
-    q.allocate(), qt.allocate();
-  }
+  CpuCopies(const Format& f, std::int64_t rows, std::int64_t cols)
+      : q(cpu_tensor(f, rows, cols)), qt(cpu_tensor(f, cols, rows)) {}
 };
 
 // transpose=1: the row-wise copy (never transformed) and the column-wise copy (Xᵀ, its blocks along
@@ -277,8 +277,7 @@ TEST_F(GpuQuant, RhtBlocksOfExtremeMagnitudeEqualTheCpuEncoder) {
       SCOPED_TRACE(std::string(f->precision) + " shift " + std::to_string(shift));
       CpuCopies cpu_copies(*f, rows, cols);
       auto &q = cpu_copies.q, &qt = cpu_copies.qt;
-      CpuCopies rht_copies(*f, rows, cols);
-      auto& qr = rht_copies.q;  // the row-wise copy with the RHT (no column-wise copy)
+      cpu::QuantizedTensor qr = cpu_tensor(*f, rows, cols);  // the row-wise copy with the RHT
       cpu::quantize(in.xf.data(), q, {false, false, 1});
       cpu::quantize(in.xf.data(), qr, {true, false, 1});
       cpu::quantize(xt.data(), qt, {true, false, 1});
