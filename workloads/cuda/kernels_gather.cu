@@ -235,8 +235,8 @@ __device__ __forceinline__ void adamw_tail(float* master, const bf16* grad, floa
 // torch.compile's kernel issues them (master, m, grad, v; out, v, m, master), 32-bit indices where
 // n allows. Plain (coherent) loads: the kernel writes the arrays in place; cuda.bandwidth's streams
 // with evict-first hints (.cs) ran slower on the H100. The launch shape follows the DRAM bandwidth
-// an SM serves (adamw_step). Median µs at 2^28 parameters, each against torch.compile in the same
-// call:
+// an SM serves (adamw_step): this kernel on the H100, adamw_wide_kernel on the H200. Median µs at
+// 2^28 parameters, each against torch.compile in the same call:
 // - H100 (about 25 GB/s an SM): 1024 threads × 1 chunk 2509.6 against 2507.5–2510.1 (compile's
 //   faster mode; it also runs at 2531.8–2533.5); 32-bit indices with 512 threads 2520.4, with 128
 //   threads 2524.5; 2 or 4 chunks 2517.2–2522.8; a grid of 8 blocks an SM walking the array 2729.1.
@@ -246,7 +246,8 @@ __device__ __forceinline__ void adamw_tail(float* master, const bf16* grad, floa
 //   compile 1808.0–1808.8; reciprocal bias corrections or loads grouped by array gained nothing.
 //   Third: 128 × 2 1804.8–1804.9, compile 1791.6–1791.9 (0.7 % ahead of this kernel). With 40
 //   registers a 1024-thread block holds an SM alone: 57 KB of loads in flight, enough for the
-//   H100's bandwidth and not for the H200's; 128 × 2 (56 registers, 9 blocks) keeps 126 KB.
+//   H100's bandwidth and not for the H200's; 128 × 2 (56 registers, 9 blocks) kept 126 KB, and
+//   adamw_wide_kernel's layout is faster again.
 // No __launch_bounds__: with (1024) ptxas fit 32 registers and spilled (H100, 2970 us).
 template <class Index, int CH>
 __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
@@ -277,6 +278,68 @@ __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict_
       return;
     }
     adamw_chunk(master, m, v, out, at, w[c], mm[c], vv[c], raw[c], p, bc1, bc2);
+  }
+}
+
+// The H200's form (adamw_step): Inductor's layout for this update (its XBLOCK 1024 × 4 warps
+// configuration, PTX read from its cache). A thread loads 8 consecutive elements (two adjacent
+// 16-byte loads an FP32 array, one of the BF16 gradient), writes its 8 BF16 weights in one 16-byte
+// store, and passes each FP32 array through shared memory so that it stores 4 elements twice, 512
+// apart (every warp-wide store one contiguous 512 bytes). Median µs at 2^28 parameters on the H200
+// (bench/true_roofs_results.md). One call: this kernel 1790.0–1790.2; 128 threads × 2 chunks of 4
+// (the form before) 1797.8–1798.0; the same 8 elements stored from registers (32-byte strides)
+// 1850.6–1851.5; torch.compile 1787.5–1787.6 in that configuration, 1802.4 in its other (XBLOCK
+// 512 × 8 warps). Another call: 2 elements a thread, as that other configuration, 1817.9–1818.0
+// with 128 threads and 1823.8–1824.0 with 256, against 128 × 2's 1804.7–1805.0.
+constexpr int kAdamWideThreads = 128, kAdamWideBlock = kAdamWideThreads * 8;
+template <class Index>
+__global__ void __launch_bounds__(kAdamWideThreads)
+    adamw_wide_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
+                      float* __restrict__ v, bf16* __restrict__ out, Index n, AdamWParams p, float bc1,
+                      float bc2) {
+  __shared__ float4 stage[kAdamWideBlock / 4];
+  const Index base = Index(blockIdx.x) * kAdamWideBlock, at = base + Index(threadIdx.x) * 8;
+  if (base + kAdamWideBlock > n) {  // the last block of an array that is not whole blocks
+    for (Index i = base + Index(threadIdx.x); i < n; i += kAdamWideThreads)
+      adamw_tail(master, grad, m, v, out, i, i + 1, p, bc1, bc2);
+    return;
+  }
+  float4 w[2], mm[2], vv[2];
+  w[0] = *reinterpret_cast<const float4*>(master + at);
+  w[1] = *reinterpret_cast<const float4*>(master + at + 4);
+  mm[0] = *reinterpret_cast<const float4*>(m + at);
+  mm[1] = *reinterpret_cast<const float4*>(m + at + 4);
+  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(grad + at));
+  vv[0] = *reinterpret_cast<const float4*>(v + at);
+  vv[1] = *reinterpret_cast<const float4*>(v + at + 4);
+  const unsigned gw[4] = {raw.x, raw.y, raw.z, raw.w};
+  unsigned wb[4];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float* ww = &w[h].x;
+    float* wm = &mm[h].x;
+    float* wv = &vv[h].x;
+#pragma unroll
+    for (int e = 0; e < 4; e += 2) {
+      const float2 g = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&gw[2 * h + e / 2]));
+      adamw_element(ww[e], wm[e], wv[e], g.x, p, bc1, bc2);
+      adamw_element(ww[e + 1], wm[e + 1], wv[e + 1], g.y, p, bc1, bc2);
+      const __nv_bfloat162 pair = __floats2bfloat162_rn(ww[e], ww[e + 1]);
+      wb[2 * h + e / 2] = *reinterpret_cast<const unsigned*>(&pair);
+    }
+  }
+  *reinterpret_cast<uint4*>(out + at) = make_uint4(wb[0], wb[1], wb[2], wb[3]);
+  float4* const arrays[3] = {reinterpret_cast<float4*>(v + base), reinterpret_cast<float4*>(m + base),
+                             reinterpret_cast<float4*>(master + base)};
+  const float4* const values[3] = {vv, mm, w};
+#pragma unroll
+  for (int a = 0; a < 3; ++a) {
+    if (a > 0) __syncthreads();  // the previous array's reads of stage are done
+    stage[2 * threadIdx.x] = values[a][0];
+    stage[2 * threadIdx.x + 1] = values[a][1];
+    __syncthreads();
+    arrays[a][threadIdx.x] = stage[threadIdx.x];
+    arrays[a][kAdamWideThreads + threadIdx.x] = stage[kAdamWideThreads + threadIdx.x];
   }
 }
 
@@ -324,18 +387,18 @@ void cross_entropy_fwd(const bf16* logits, const std::int32_t* targets, float* l
 void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weight_bf16, std::int64_t n,
                 const AdamWParams& p, cudaStream_t stream) {
   float bc1 = 1.f - std::pow(p.beta1, float(p.step)), bc2 = 1.f - std::pow(p.beta2, float(p.step));
-  // Above 30 GB/s of DRAM bandwidth an SM (the H200's 37; the H100's 25 stays below), 9 blocks of
-  // 128 threads × 2 chunks keep twice the bytes in flight (adamw_kernel).
+  // Above 30 GB/s of DRAM bandwidth an SM (the H200's 37; the H100's 25 stays below), blocks of
+  // 128 threads × 8 elements keep more bytes in flight (adamw_wide_kernel); below it, 1024 × 4.
   const bool deep = datasheet_dram_bytes_per_sm() > 30e9;
-  const int threads = deep ? 128 : 1024;
-  const std::int64_t per_block = std::int64_t(threads) * (deep ? 2 : 1) * 4;
+  const int threads = deep ? kAdamWideThreads : 1024;
+  const std::int64_t per_block = deep ? kAdamWideBlock : 1024 * 4;
   const auto blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
   const bool narrow = n < (std::int64_t(1) << 31) - per_block;
   auto launch = [&](auto kernel, auto count) {
     kernel<<<blocks, threads, 0, stream>>>(master, grad, m, v, weight_bf16, count, p, bc1, bc2);
   };
   if (deep)
-    narrow ? launch(adamw_kernel<int, 2>, int(n)) : launch(adamw_kernel<std::int64_t, 2>, n);
+    narrow ? launch(adamw_wide_kernel<int>, int(n)) : launch(adamw_wide_kernel<std::int64_t>, n);
   else
     narrow ? launch(adamw_kernel<int, 1>, int(n)) : launch(adamw_kernel<std::int64_t, 1>, n);
   RAFTER_CUDA_LAUNCH_CHECK("adamw_kernel");
