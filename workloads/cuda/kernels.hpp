@@ -66,6 +66,7 @@ struct AdamWParams {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
   int step = 1;
 };
+// One AdamW step in place over n parameters; every array 16-byte aligned (else InputError).
 void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weight_bf16, std::int64_t n,
                 const AdamWParams& p, cudaStream_t stream);
 

@@ -387,6 +387,9 @@ void cross_entropy_fwd(const bf16* logits, const std::int32_t* targets, float* l
 void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weight_bf16, std::int64_t n,
                 const AdamWParams& p, cudaStream_t stream) {
   float bc1 = 1.f - std::pow(p.beta1, float(p.step)), bc2 = 1.f - std::pow(p.beta2, float(p.step));
+  const auto at16 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
+  require(at16(master) && at16(grad) && at16(m) && at16(v) && at16(weight_bf16),
+          "adamw: every array must be 16-byte aligned (16-byte loads and stores)");
   // Above 30 GB/s of DRAM bandwidth an SM (the H200's 37; the H100's 25 stays below), blocks of
   // 128 threads × 8 elements keep more bytes in flight (adamw_wide_kernel); below it, 1024 × 4.
   const bool deep = datasheet_dram_bytes_per_sm() > 30e9;
