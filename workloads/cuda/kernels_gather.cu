@@ -391,7 +391,8 @@ void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weigh
   require(at16(master) && at16(grad) && at16(m) && at16(v) && at16(weight_bf16),
           "adamw: every array must be 16-byte aligned (16-byte loads and stores)");
   // Above 30 GB/s of DRAM bandwidth an SM (the H200's 37; the H100's 25 stays below), blocks of
-  // 128 threads × 8 elements keep more bytes in flight (adamw_wide_kernel); below it, 1024 × 4.
+  // 128 threads × 8 consecutive elements in Inductor's layout (adamw_wide_kernel); below it, 1024
+  // threads × 4 (adamw_kernel).
   const bool deep = datasheet_dram_bytes_per_sm() > 30e9;
   const int threads = deep ? kAdamWideThreads : 1024;
   const std::int64_t per_block = deep ? kAdamWideBlock : 1024 * 4;
