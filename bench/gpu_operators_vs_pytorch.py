@@ -5,7 +5,9 @@ Modes (bench/gpu_operators_vs_pytorch.sh runs them in order, in one device call)
   pairs   --rafter BIN --out rafter.json --torch-out torch.json
                                            GEMM rows: rafter and PyTorch back to back, row by row
   rafter  --rafter BIN --out rafter.json   run `rafter profile --op ...` for every row
-  torch   --out torch.json                 PyTorch eager / torch.compile for the same rows
+  torch   --out torch.json                 PyTorch eager / torch.compile for the same rows (with a
+                                           fresh Inductor cache unless TORCHINDUCTOR_CACHE_DIR is set,
+                                           each row's kept autotuner configuration in inductor_configs)
   ncu     --rafter BIN --out ncu.json      Nsight Compute gpu__time_duration for a few rows
   table   rafter.json torch.json [...]     the side-by-side tables and the verdicts
 
@@ -494,7 +496,30 @@ def torch_copy_bandwidth(torch):
     return 2 * a.numel() * 2 / ts[len(ts) // 2]
 
 
+def inductor_configs(cache, since):
+    """The configurations Inductor's autotuner kept (XBLOCK, num_warps, ...), from the .best_config
+    files written under `cache` at or after `since` (time.time()); [] where none was written."""
+    keys = ("XBLOCK", "YBLOCK", "RBLOCK", "R0_BLOCK", "num_warps", "num_stages")
+    found = []
+    for root, _, files in os.walk(cache):
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            if not name.endswith(".best_config"):
+                continue
+            try:
+                if os.path.getmtime(path) >= since:
+                    with open(path) as f:
+                        found.append({k: v for k, v in json.load(f).items() if k in keys})
+            except (OSError, ValueError):
+                continue
+    return found
+
+
 def run_torch(args):
+    # A fresh Inductor cache unless one is given, so that its autotuner chooses again in this run and
+    # the choice it keeps for each row is recorded: its two configurations of the AdamW kernel
+    # differ by 0.7-0.9 % on the H200 (bench/true_roofs_results.md).
+    cache = os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
     import torch
     import torch.nn.functional as F
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -519,13 +544,15 @@ def run_torch(args):
             comp = torch.compile(eager)
             comp(*inputs)
             entry["compile_seconds"] = time.time() - t0
+            entry["inductor_configs"] = inductor_configs(cache, t0)
             entry["compiled"] = time_op(lambda: comp(*inputs), reps=7)
         except Exception as e:  # noqa: BLE001 (report, do not hide)
             entry["compiled_error"] = repr(e)[:300]
         out[row_key(row)] = entry
         c = entry.get("compiled", {}).get("median", float("nan"))
-        print(f"torch  {name:<28} eager {entry['eager']['median'] * 1e6:9.1f} us  compile {c * 1e6:9.1f} us",
-              flush=True)
+        kept = " ".join(",".join(f"{k}={v}" for k, v in cfg.items()) for cfg in entry.get("inductor_configs", []))
+        print(f"torch  {name:<28} eager {entry['eager']['median'] * 1e6:9.1f} us  compile {c * 1e6:9.1f} us"
+              + (f"  ({kept})" if kept else ""), flush=True)
         del inputs
         torch.cuda.empty_cache()
         json.dump(out, open(args.out, "w"), indent=1)
