@@ -208,6 +208,14 @@ std::vector<std::uint8_t> bytes_of(const rafter::workloads::cpu::Buffer& b, std:
   return {p, p + n};
 }
 
+// x (rows × cols, row-major) transposed: cols × rows.
+std::vector<float> transposed(const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> xt(x.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) xt[std::size_t(c * rows + r)] = x[std::size_t(r * cols + c)];
+  return xt;
+}
+
 // The CPU encoder's two copies of a rows × cols tensor in format f, allocated: q row-wise, qt the
 // column-wise one (cols × rows).
 struct CpuCopies {
@@ -221,14 +229,11 @@ struct CpuCopies {
 // byte. 96 × 320: partial 64×64 tiles in both directions.
 TEST_F(GpuQuant, BothCopiesFromOnePassEqualTheCpuEncoder) {
   const std::int64_t rows = 96, cols = 320;
-  const auto x = random_bf16(rows, cols, 11);
-  std::vector<float> xf(x.size()), xt(x.size());
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c)
-      xt[std::size_t(c * rows + r)] = xf[std::size_t(r * cols + c)] =
-          numfmt::bf16_to_float(x[std::size_t(r * cols + c)]);
-  Dev<__nv_bfloat16> dx(x.size());
-  ASSERT_EQ(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const Input in(rows, cols, 11);
+  ASSERT_FALSE(HasFailure());  // the upload
+  const auto& xf = in.xf;
+  const auto& dx = in.dx;
+  const std::vector<float> xt = transposed(xf, rows, cols);
   for (const Format& f : kFormats)
     for (bool rht : {false, true}) {
       SCOPED_TRACE(std::string(f.precision) + (f.block2d ? " 16x16" : "") + (rht ? " rht" : ""));
@@ -269,10 +274,7 @@ TEST_F(GpuQuant, RhtBlocksOfExtremeMagnitudeEqualTheCpuEncoder) {
   for (const int shift : {-118, 100}) {
     const Input in(rows, cols, 9, shift);
     ASSERT_FALSE(HasFailure());  // the upload
-    std::vector<float> xt(in.xf.size());
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t k = 0; k < cols; ++k)
-        xt[std::size_t(k * rows + r)] = in.xf[std::size_t(r * cols + k)];
+    const std::vector<float> xt = transposed(in.xf, rows, cols);
     for (const Format* f : {&kFormats[0], &kFormats[2]}) {
       SCOPED_TRACE(std::string(f->precision) + " shift " + std::to_string(shift));
       CpuCopies cpu_copies(*f, rows, cols);
@@ -383,10 +385,7 @@ TEST_F(GpuQuant, EachCallOfASharedWorkspaceFindsItsOwnTensorScale) {
     const Format& f = *c.f;
     SCOPED_TRACE("call " + std::to_string(i++) + ": " + f.precision + (f.block2d ? " 16x16" : "") +
                  (c.rht ? " rht" : "") + (c.both ? " both copies" : ""));
-    std::vector<float> xt(c.in->xf.size());
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t k = 0; k < cols; ++k)
-        xt[std::size_t(k * rows + r)] = c.in->xf[std::size_t(r * cols + k)];
+    const std::vector<float> xt = transposed(c.in->xf, rows, cols);
     CpuCopies cpu_copies(f, rows, cols);
     auto &q = cpu_copies.q, &qt = cpu_copies.qt;
     // Both copies: the row-wise copy is never transformed, the column-wise one takes the RHT.
