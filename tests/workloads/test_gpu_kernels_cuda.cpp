@@ -10,6 +10,7 @@
 #include "rafter/workloads/backend.hpp"
 
 #if RAFTER_HAVE_CUDA
+#include "../../workloads/cuda/kernels.hpp"
 #include "rafter/collector/gpu_timing.hpp"
 
 using namespace rafter::workloads;
@@ -184,6 +185,26 @@ TEST(GpuKernelsCuda, EveryKernelMatchesTheReference) {
     EXPECT_TRUE(r.check.passed) << "error " << r.check.error << " tolerance " << r.check.tolerance;
     std::printf("check %-18s %-10s %-14s error %.3e tolerance %.1e %s\n", c.op, c.phase, c.precision, r.check.error,
                 r.check.tolerance, r.check.passed ? "pass" : "FAIL");
+  }
+}
+
+// No GPU needed: adamw_step checks its 16-byte loads' and stores' alignment before it touches
+// the device, so misaligned pointers (never dereferenced) must give an InputError for each array,
+// and no launch.
+TEST(GpuKernelsCuda, AdamWRefusesAnArrayNotSixteenByteAligned) {
+  alignas(16) static unsigned char arena[5][64];
+  for (int bad = 0; bad < 5; ++bad) {
+    unsigned char* q[5];
+    for (int a = 0; a < 5; ++a) q[a] = arena[a] + (a == bad ? 4 : 0);
+    try {
+      rafter::workloads::cuda::adamw_step(
+          reinterpret_cast<float*>(q[0]), reinterpret_cast<const rafter::workloads::cuda::bf16*>(q[1]),
+          reinterpret_cast<float*>(q[2]), reinterpret_cast<float*>(q[3]),
+          reinterpret_cast<rafter::workloads::cuda::bf16*>(q[4]), 8, {}, nullptr);
+      ADD_FAILURE() << "array " << bad << " 4 bytes off: no error";
+    } catch (const rafter::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("16-byte aligned"), std::string::npos) << e.what();
+    }
   }
 }
 
