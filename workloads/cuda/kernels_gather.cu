@@ -198,6 +198,18 @@ __device__ __forceinline__ void adamw_element(float& w, float& mm, float& vv, fl
   w -= p.lr * ((mm / bc1) / (sqrtf(vv / bc2) + p.eps) + p.weight_decay * w);
 }
 
+// The same update in the arithmetic of Inductor's kernel for it (adamw_wide_kernel): the bias
+// corrections as reciprocals rb1 = 1/bc1, rb2 = 1/bc2 taken on the host, the moments as FMAs, a
+// correctly rounded square root and the fast division (div.full, within 2 ulp), then
+// w − lr·(q + wd·w) as two FMAs. 48 registers in that kernel against 54 with adamw_element.
+__device__ __forceinline__ void adamw_element_rcp(float& w, float& mm, float& vv, float g,
+                                                  const AdamWParams& p, float rb1, float rb2) {
+  mm = fmaf(mm, p.beta1, g * (1.f - p.beta1));
+  vv = fmaf(vv, p.beta2, (g * g) * (1.f - p.beta2));
+  const float q = __fdividef(mm * rb1, __fsqrt_rn(vv * rb2) + p.eps);
+  w = fmaf(fmaf(w, p.weight_decay, q), -p.lr, w);
+}
+
 // One 4-element chunk at `at`: update, then the stores in torch.compile's order.
 template <class Index>
 __device__ __forceinline__ void adamw_chunk(float* master, float* m, float* v, bf16* out, Index at, float4 w,
@@ -218,20 +230,20 @@ __device__ __forceinline__ void adamw_chunk(float* master, float* m, float* v, b
   *reinterpret_cast<float4*>(master + at) = w;
 }
 
-// The array's last 1–3 elements, one by one.
-template <class Index>
+// Elements at, at + step, … below n one by one (an array's last elements), each through
+// update(w, m, v, g).
+template <class Index, class Update>
 __device__ __forceinline__ void adamw_tail(float* master, const bf16* grad, float* m, float* v, bf16* out,
-                                           Index at, Index n, const AdamWParams& p, float bc1, float bc2) {
-  for (Index i = at; i < n; ++i) {
+                                           Index at, Index n, Index step, Update update) {
+  for (Index i = at; i < n; i += step) {
     float x = master[i], m1 = m[i], v1 = v[i];
-    adamw_element(x, m1, v1, __bfloat162float(grad[i]), p, bc1, bc2);
+    update(x, m1, v1, __bfloat162float(grad[i]));
     master[i] = x, m[i] = m1, v[i] = v1;
     out[i] = __float2bfloat16_rn(x);
   }
 }
 
-// CH chunks of 4 elements a thread, blockDim.x × 4 elements apart (every warp-wide access one
-// contiguous span), every chunk's loads issued first, loads and stores in the order
+// 4 elements a thread (every warp-wide access one contiguous span), loads and stores in the order
 // torch.compile's kernel issues them (master, m, grad, v; out, v, m, master), 32-bit indices where
 // n allows. Plain (coherent) loads: the kernel writes the arrays in place; cuda.bandwidth's streams
 // with evict-first hints (.cs) ran slower on the H100. The launch shape follows the DRAM bandwidth
@@ -249,35 +261,20 @@ __device__ __forceinline__ void adamw_tail(float* master, const bf16* grad, floa
 //   H100's bandwidth and not for the H200's; 128 × 2 (56 registers, 9 blocks) kept 126 KB, and
 //   adamw_wide_kernel's layout is faster again.
 // No __launch_bounds__: with (1024) ptxas fit 32 registers and spilled (H100, 2970 us).
-template <class Index, int CH>
+template <class Index>
 __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
                              float* __restrict__ v, bf16* __restrict__ out, Index n, AdamWParams p, float bc1,
                              float bc2) {
-  const Index at0 = (Index(blockIdx.x) * Index(blockDim.x) * CH + Index(threadIdx.x)) * 4;
-  float4 w[CH], mm[CH], vv[CH];
-  uint2 raw[CH];
-#pragma unroll
-  for (int c = 0; c < CH; ++c) {
-    const Index at = at0 + Index(c) * Index(blockDim.x) * 4;
-    if (at + 4 <= n) {
-      w[c] = *reinterpret_cast<const float4*>(master + at);
-      mm[c] = *reinterpret_cast<const float4*>(m + at);
-      raw[c] = __ldg(reinterpret_cast<const uint2*>(grad + at));
-      vv[c] = *reinterpret_cast<const float4*>(v + at);
-      if constexpr (CH == 1) {  // one chunk: loads, update and stores under one test (the H100's SASS)
-        adamw_chunk(master, m, v, out, at, w[c], mm[c], vv[c], raw[c], p, bc1, bc2);
-        return;
-      }
-    }
-  }
-#pragma unroll
-  for (int c = 0; c < CH; ++c) {
-    const Index at = at0 + Index(c) * Index(blockDim.x) * 4;
-    if (at + 4 > n) {
-      adamw_tail(master, grad, m, v, out, at, n, p, bc1, bc2);
-      return;
-    }
-    adamw_chunk(master, m, v, out, at, w[c], mm[c], vv[c], raw[c], p, bc1, bc2);
+  const Index at = (Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x)) * 4;
+  if (at + 4 <= n) {
+    const float4 w = *reinterpret_cast<const float4*>(master + at);
+    const float4 mm = *reinterpret_cast<const float4*>(m + at);
+    const uint2 raw = __ldg(reinterpret_cast<const uint2*>(grad + at));
+    const float4 vv = *reinterpret_cast<const float4*>(v + at);
+    adamw_chunk(master, m, v, out, at, w, mm, vv, raw, p, bc1, bc2);
+  } else {
+    adamw_tail(master, grad, m, v, out, at, n, Index(1),
+               [&](float& x, float& m1, float& v1, float g) { adamw_element(x, m1, v1, g, p, bc1, bc2); });
   }
 }
 
@@ -285,23 +282,29 @@ __global__ void adamw_kernel(float* __restrict__ master, const bf16* __restrict_
 // configuration, PTX read from its cache). A thread loads 8 consecutive elements (two adjacent
 // 16-byte loads an FP32 array, one of the BF16 gradient), writes its 8 BF16 weights in one 16-byte
 // store, and passes each FP32 array through shared memory so that it stores 4 elements twice, 512
-// apart (every warp-wide store one contiguous 512 bytes). Median µs at 2^28 parameters on the H200
-// (bench/true_roofs_results.md). One call: this kernel 1790.0–1790.2; 128 threads × 2 chunks of 4
-// (the form before) 1797.8–1798.0; the same 8 elements stored from registers (32-byte strides)
-// 1850.6–1851.5; torch.compile 1787.5–1787.6 in that configuration, 1802.4 in its other (XBLOCK
-// 512 × 8 warps). Another call: 2 elements a thread, as that other configuration, 1817.9–1818.0
-// with 128 threads and 1823.8–1824.0 with 256, against 128 × 2's 1804.7–1805.0.
+// apart (every warp-wide store one contiguous 512 bytes), in Inductor's arithmetic
+// (adamw_element_rcp). Median µs at 2^28 parameters on the H200 (bench/true_roofs_results.md).
+// One call, 5 rounds: this kernel 1789.1–1789.9; with adamw_element's IEEE divisions and 2-way
+// bank conflicts in the staging 1791.1–1791.9; the gradient by a plain load (as Inductor) instead
+// of ld.global.nc 1788.5–1789.8; each warp staging its own 1 KB behind __syncwarp 1795.9–1796.7;
+// torch.compile 1787.3–1788.4 (XBLOCK 1024 × 4 warps), 1802.2 (XBLOCK 512 × 8 warps). Earlier
+// calls: 128 threads × 2 chunks of 4 (the form before) 1797.8–1798.0 beside 1790.0–1790.2 for
+// this layout; the same 8 elements stored from registers (32-byte strides) 1850.6–1851.5; 2
+// elements a thread, as Inductor's XBLOCK 512, 1817.9–1818.0 with 128 threads and 1823.8–1824.0
+// with 256, against 128 × 2's 1804.7–1805.0.
 constexpr int kAdamWideThreads = 128, kAdamWideBlock = kAdamWideThreads * 8;
 template <class Index>
 __global__ void __launch_bounds__(kAdamWideThreads)
     adamw_wide_kernel(float* __restrict__ master, const bf16* __restrict__ grad, float* __restrict__ m,
-                      float* __restrict__ v, bf16* __restrict__ out, Index n, AdamWParams p, float bc1,
-                      float bc2) {
+                      float* __restrict__ v, bf16* __restrict__ out, Index n, AdamWParams p, float rb1,
+                      float rb2) {
   __shared__ float4 stage[kAdamWideBlock / 4];
   const Index base = Index(blockIdx.x) * kAdamWideBlock, at = base + Index(threadIdx.x) * 8;
+  const auto update = [&](float& x, float& m1, float& v1, float g) {
+    adamw_element_rcp(x, m1, v1, g, p, rb1, rb2);
+  };
   if (base + kAdamWideBlock > n) {  // the last block of an array that is not whole blocks
-    for (Index i = base + Index(threadIdx.x); i < n; i += kAdamWideThreads)
-      adamw_tail(master, grad, m, v, out, i, i + 1, p, bc1, bc2);
+    adamw_tail(master, grad, m, v, out, base + Index(threadIdx.x), n, Index(kAdamWideThreads), update);
     return;
   }
   float4 w[2], mm[2], vv[2];
@@ -322,24 +325,27 @@ __global__ void __launch_bounds__(kAdamWideThreads)
 #pragma unroll
     for (int e = 0; e < 4; e += 2) {
       const float2 g = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&gw[2 * h + e / 2]));
-      adamw_element(ww[e], wm[e], wv[e], g.x, p, bc1, bc2);
-      adamw_element(ww[e + 1], wm[e + 1], wv[e + 1], g.y, p, bc1, bc2);
+      update(ww[e], wm[e], wv[e], g.x);
+      update(ww[e + 1], wm[e + 1], wv[e + 1], g.y);
       const __nv_bfloat162 pair = __floats2bfloat162_rn(ww[e], ww[e + 1]);
       wb[2 * h + e / 2] = *reinterpret_cast<const unsigned*>(&pair);
     }
   }
   *reinterpret_cast<uint4*>(out + at) = make_uint4(wb[0], wb[1], wb[2], wb[3]);
+  // Float4 j of the block sits in slot j ^ ((j >> 3) & 1): the 8 threads of a store's phase
+  // (16 bytes each) then write 8 distinct 16-byte bank groups, as do the 8 of a read.
+  const auto slot = [](unsigned j) { return j ^ ((j >> 3) & 1u); };
   float4* const arrays[3] = {reinterpret_cast<float4*>(v + base), reinterpret_cast<float4*>(m + base),
                              reinterpret_cast<float4*>(master + base)};
   const float4* const values[3] = {vv, mm, w};
 #pragma unroll
   for (int a = 0; a < 3; ++a) {
     if (a > 0) __syncthreads();  // the previous array's reads of stage are done
-    stage[2 * threadIdx.x] = values[a][0];
-    stage[2 * threadIdx.x + 1] = values[a][1];
+    stage[slot(2 * threadIdx.x)] = values[a][0];
+    stage[slot(2 * threadIdx.x + 1)] = values[a][1];
     __syncthreads();
-    arrays[a][threadIdx.x] = stage[threadIdx.x];
-    arrays[a][kAdamWideThreads + threadIdx.x] = stage[kAdamWideThreads + threadIdx.x];
+    arrays[a][threadIdx.x] = stage[slot(threadIdx.x)];
+    arrays[a][kAdamWideThreads + threadIdx.x] = stage[slot(kAdamWideThreads + threadIdx.x)];
   }
 }
 
@@ -398,13 +404,14 @@ void adamw_step(float* master, const bf16* grad, float* m, float* v, bf16* weigh
   const std::int64_t per_block = deep ? kAdamWideBlock : 1024 * 4;
   const auto blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
   const bool narrow = n < (std::int64_t(1) << 31) - per_block;
-  auto launch = [&](auto kernel, auto count) {
-    kernel<<<blocks, threads, 0, stream>>>(master, grad, m, v, weight_bf16, count, p, bc1, bc2);
+  auto launch = [&](auto kernel, auto count, float c1, float c2) {
+    kernel<<<blocks, threads, 0, stream>>>(master, grad, m, v, weight_bf16, count, p, c1, c2);
   };
-  if (deep)
-    narrow ? launch(adamw_wide_kernel<int>, int(n)) : launch(adamw_wide_kernel<std::int64_t>, n);
+  if (deep)  // the wide kernel takes the corrections' reciprocals
+    narrow ? launch(adamw_wide_kernel<int>, int(n), 1.f / bc1, 1.f / bc2)
+           : launch(adamw_wide_kernel<std::int64_t>, n, 1.f / bc1, 1.f / bc2);
   else
-    narrow ? launch(adamw_kernel<int, 1>, int(n)) : launch(adamw_kernel<std::int64_t, 1>, n);
+    narrow ? launch(adamw_kernel<int>, int(n), bc1, bc2) : launch(adamw_kernel<std::int64_t>, n, bc1, bc2);
   RAFTER_CUDA_LAUNCH_CHECK("adamw_kernel");
 }
 
