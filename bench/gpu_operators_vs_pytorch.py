@@ -519,7 +519,8 @@ def run_torch(args):
     # A fresh Inductor cache unless one is given, so that its autotuner chooses again in this run and
     # the choice it keeps for each row is recorded: its two configurations of the AdamW kernel
     # differ by 0.7-0.9 % on the H200 (bench/true_roofs_results.md).
-    cache = os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or tempfile.mkdtemp(prefix="inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache  # (a temporary folder only where none is given)
     import torch
     import torch.nn.functional as F
     torch.backends.cuda.matmul.allow_tf32 = False
