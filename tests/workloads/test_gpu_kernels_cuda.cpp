@@ -49,6 +49,9 @@ std::vector<Case> cases() {
       {"residual_add", "fwd", "bf16", {{"tokens", 8}, {"hidden", 300}}},
       {"residual_add", "bwd", "bf16", {{"tokens", 8}, {"hidden", 300}}},
       {"embedding", "fwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},
+      // rows of 5 and 640 vectors: blocks straddle rows, and the last block is partly past the end
+      {"embedding", "fwd", "bf16", {{"tokens", 29}, {"hidden", 40}, {"vocab", 20}}},
+      {"embedding", "fwd", "bf16", {{"tokens", 37}, {"hidden", 5120}, {"vocab", 50}}},
       {"embedding", "bwd", "bf16", {{"tokens", 24}, {"hidden", 64}, {"vocab", 20}}},
       {"embedding", "bwd", "bf16", {{"tokens", 3000}, {"hidden", 1024}, {"vocab", 50}}},  // many duplicates
       {"cross_entropy", "fwd", "bf16", {{"tokens", 8}, {"vocab", 32000}}},

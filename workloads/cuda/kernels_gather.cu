@@ -85,25 +85,42 @@ __global__ void rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__
   }
 }
 
-// One block per token: its id is read once (one broadcast load), then the table row is copied
-// in address order, two 16-byte vectors per thread in flight. (A flat loop over token x vector
-// computed a 64-bit division and re-read the id per vector: 91.1 us at 16384 x 4096 on the H100
-// against torch.compile's 88.4.)
-__global__ void __launch_bounds__(256)
-    embedding_fwd_kernel(const std::int32_t* __restrict__ ids, const bf16* __restrict__ table,
-                         bf16* __restrict__ out, int hidden) {
-  const std::int64_t t = blockIdx.x;
-  const bf16* row = table + std::int64_t(ids[t]) * hidden;
-  bf16* o = out + t * hidden;
-  const int vecs = hidden / 8;
-  for (int v = threadIdx.x; v < vecs; v += 2 * blockDim.x) {
-    const int w = v + blockDim.x;
-    const Bf16x8 a = load8(row + v * 8);
-    Bf16x8 b;
-    if (w < vecs) b = load8(row + w * 8);
-    store8(o + v * 8, a);
-    if (w < vecs) store8(o + w * 8, b);
-  }
+// Inductor's layout: blocks of 128 threads over the flat output, one 16-byte vector a thread; the
+// row comes from a 32-bit multiply-high division (Granlund-Montgomery; exact below 2^31). The id,
+// read by every vector of its row, is kept in L1 and L2 (evict-last), as Inductor loads it. On
+// the H200 at 16384 x 4096 (same harness, 4 rounds, median): 65.9-66.0 us against torch.compile's
+// 65.9-66.2; one block per token with a plain id load took 66.6-67.0, the flat layout with a
+// plain id load 69.0-69.9 (bench/true_roofs_results.md).
+constexpr int kEmbeddingThreads = 128;
+
+struct RowDivider {
+  unsigned magic, shift;  // row = (umulhi(j, magic) + j) >> shift
+};
+inline RowDivider row_divider(unsigned d) {
+  unsigned l = 0;
+  while ((std::uint64_t(1) << l) < d) ++l;
+  const auto m = ((std::uint64_t(1) << 32) * ((std::uint64_t(1) << l) - d)) / d + 1;
+  return {static_cast<unsigned>(m), l};
+}
+
+__device__ __forceinline__ std::int32_t load_id_keep(const std::int32_t* p) {
+  std::int32_t v;
+  asm volatile(
+      "{ .reg .b64 pol; createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+      "  ld.global.L1::evict_last.L2::cache_hint.u32 %0, [%1], pol; }"
+      : "=r"(v)
+      : "l"(p));
+  return v;
+}
+
+__global__ void __launch_bounds__(kEmbeddingThreads)
+    embedding_fwd_kernel(const std::int32_t* __restrict__ ids, const uint4* __restrict__ table,
+                         uint4* __restrict__ out, unsigned vecs, unsigned row_vecs, RowDivider div) {
+  const unsigned j = blockIdx.x * kEmbeddingThreads + threadIdx.x;
+  if (j >= vecs) return;
+  const unsigned t = (__umulhi(j, div.magic) + j) >> div.shift;
+  const unsigned c = j - t * row_vecs;
+  out[j] = __ldg(table + std::size_t(load_id_keep(ids + t)) * row_vecs + c);
 }
 
 // A chunk of VEC logits as floats (VEC = 8: one 16-byte load; 1 when rows are not 16-byte aligned).
@@ -374,10 +391,15 @@ void rope_fwd(const bf16* q, const bf16* k, bf16* q_out, bf16* k_out, std::int64
 void embedding_fwd(const std::int32_t* ids, const bf16* table, bf16* out, std::int64_t tokens,
                    std::int64_t hidden, cudaStream_t stream) {
   require(hidden % 8 == 0, "embedding: hidden must be a multiple of 8");
-  require(tokens < (std::int64_t(1) << 31), "embedding: more than 2^31 - 1 tokens");
-  if (tokens == 0) return;
-  const int threads = static_cast<int>(std::clamp<std::int64_t>((hidden / 16 + 31) / 32 * 32, 32, 256));
-  embedding_fwd_kernel<<<static_cast<unsigned>(tokens), threads, 0, stream>>>(ids, table, out, int(hidden));
+  const std::int64_t row_vecs = hidden / 8, most = (std::int64_t(1) << 31) - 1;
+  require(row_vecs == 0 || tokens <= most / row_vecs,
+          "embedding: the output must hold fewer than 2^31 16-byte vectors (32 GiB)");
+  const std::int64_t vecs = tokens * row_vecs;
+  if (vecs == 0) return;
+  embedding_fwd_kernel<<<static_cast<unsigned>((vecs + kEmbeddingThreads - 1) / kEmbeddingThreads),
+                         kEmbeddingThreads, 0, stream>>>(ids, reinterpret_cast<const uint4*>(table),
+                                                         reinterpret_cast<uint4*>(out), unsigned(vecs),
+                                                         unsigned(row_vecs), row_divider(unsigned(row_vecs)));
   RAFTER_CUDA_LAUNCH_CHECK("embedding_fwd_kernel");
 }
 
