@@ -970,9 +970,12 @@ namespace {
 // complete, its C visible) and adds them into C by one 16-byte reduction a tile
 // (red.global.add.noftz.v4.bf16x2): nothing after the wait is waited for. C gets the BF16-rounded
 // sum and is rounded once (three BF16 roundings in all, counting the GEMM's).
-// Four warps a CTA (one an SM sub-partition) at most 96 registers a thread: a sub-partition holds
-// 16384 registers, and two CTAs of the streaming kernel (208 registers) leave 3072 of them, a warp
-// of 96. No shared memory, so the CTAs fit beside the GEMM's at any n it takes.
+// Four warps a CTA (one an SM sub-partition) at most 96 registers a thread, no shared memory: a
+// sub-partition holds 16384 registers, and two CTAs of the streaming kernel at 208 registers left
+// 3072 of them, a warp of 96. At its 214 (since 2026-11-28) they leave 2560, a warp of 80: held to
+// 80 (`__launch_bounds__(128, 6)`), this kernel gained only where a warp has 7 tiles (70B gate_up,
+// 110.8 -> 103.9 µs, where the separate GEMM's 102.6 still wins) and moved the other rows by less
+// than 0.4 µs either way, their cost being the tail after the GEMM (H200, bench/fp4_gemm_results.md).
 // History, H200 (bench/fp4_gemm_results.md, 2026-11-28): a %globaltimer timeline showed the CTAs
 // starting 0.5-1 µs after the GEMM's first and their multiply done long before its end. The sums in
 // shared memory (1 KB a tile) kept 70B gate_up's CTAs (28 KB each) out until the GEMM ended; C read
