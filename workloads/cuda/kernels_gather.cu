@@ -88,9 +88,9 @@ __global__ void rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__
 // Inductor's layout: blocks of 128 threads over the flat output, one 16-byte vector a thread; the
 // row comes from a 32-bit multiply-high division (Granlund-Montgomery; exact below 2^31). The id,
 // read by every vector of its row, is kept in L1 and L2 (evict-last), as Inductor loads it. On
-// the H200 at 16384 x 4096 (same harness, 4 rounds, median): 65.9-66.0 us against torch.compile's
-// 65.9-66.2; one block per token with a plain id load took 66.6-67.0, the flat layout with a
-// plain id load 69.0-69.9 (bench/true_roofs_results.md).
+// the H200 at 16384 x 4096, timed by one harness on the same tensors (4 rounds, medians): 65.5-65.9
+// us against torch.compile's 65.8-66.1. In an earlier call, one block per token with a plain id
+// load took 66.6-67.0 and this layout with a plain id load 69.0-69.9 (bench/true_roofs_results.md).
 constexpr int kEmbeddingThreads = 128;
 
 struct RowDivider {
