@@ -4,6 +4,7 @@
 #include "cuda_util.hpp"
 #include "kernel_common.cuh"
 #include "kernels.hpp"
+#include "row_divider.hpp"
 
 namespace rafter::workloads::cuda {
 namespace {
@@ -86,22 +87,12 @@ __global__ void rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__
 }
 
 // Inductor's layout: blocks of 128 threads over the flat output, one 16-byte vector a thread; the
-// row comes from a 32-bit multiply-high division (Granlund-Montgomery; exact below 2^31). The id,
+// row comes from a 32-bit multiply-high division (row_divider.hpp; exact below 2^31). The id,
 // read by every vector of its row, is kept in L1 and L2 (evict-last), as Inductor loads it. On
 // the H200 at 16384 x 4096, timed by one harness on the same tensors (4 rounds, medians): 65.5-65.9
 // us against torch.compile's 65.8-66.1. In an earlier call, one block per token with a plain id
 // load took 66.6-67.0 and this layout with a plain id load 69.0-69.9 (bench/true_roofs_results.md).
 constexpr int kEmbeddingThreads = 128;
-
-struct RowDivider {
-  unsigned magic, shift;  // row = (umulhi(j, magic) + j) >> shift
-};
-inline RowDivider row_divider(unsigned d) {
-  unsigned l = 0;
-  while ((std::uint64_t(1) << l) < d) ++l;
-  const auto m = ((std::uint64_t(1) << 32) * ((std::uint64_t(1) << l) - d)) / d + 1;
-  return {static_cast<unsigned>(m), l};
-}
 
 __device__ __forceinline__ std::int32_t load_id_keep(const std::int32_t* p) {
   std::int32_t v;
@@ -118,7 +109,7 @@ __global__ void __launch_bounds__(kEmbeddingThreads)
                          uint4* __restrict__ out, unsigned vecs, unsigned row_vecs, RowDivider div) {
   const unsigned j = blockIdx.x * kEmbeddingThreads + threadIdx.x;
   if (j >= vecs) return;
-  const unsigned t = (__umulhi(j, div.magic) + j) >> div.shift;
+  const unsigned t = div.divide(j);
   const unsigned c = j - t * row_vecs;
   out[j] = __ldg(table + std::size_t(load_id_keep(ids + t)) * row_vecs + c);
 }
