@@ -211,6 +211,27 @@ TEST(GpuKernelsCuda, AdamWRefusesAnArrayNotSixteenByteAligned) {
   }
 }
 
+// No GPU needed: embedding_fwd checks its sizes before it touches the device, so an output of
+// 2^31 16-byte vectors or more, or a hidden size that is not a multiple of 8, gives an InputError
+// (pointers never dereferenced) and no launch.
+TEST(GpuKernelsCuda, EmbeddingRefusesAnOutputPastItsIndexRange) {
+  namespace c = rafter::workloads::cuda;
+  const std::int64_t hidden = 4096, most = ((std::int64_t(1) << 31) - 1) / (hidden / 8);
+  const auto error_of = [](std::int64_t tokens, std::int64_t h) -> std::string {
+    try {
+      c::embedding_fwd(nullptr, nullptr, nullptr, tokens, h, nullptr);
+    } catch (const rafter::InputError& e) {
+      return e.what();
+    } catch (const std::exception&) {
+      return "(not an InputError)";
+    }
+    return "";
+  };
+  EXPECT_NE(error_of(most + 1, hidden).find("2^31"), std::string::npos) << error_of(most + 1, hidden);
+  EXPECT_NE(error_of(8, 4100).find("multiple of 8"), std::string::npos) << error_of(8, 4100);
+  EXPECT_EQ(error_of(0, hidden), "");  // nothing to copy: no error and no launch
+}
+
 // An FP4 GEMM with hot channels is timed with and without its patch, on the same buffers.
 TEST(GpuKernelsCuda, Fp4GemmTimesItsHotPatch) {
   if (rafter::gpu::device_count() == 0) GTEST_SKIP() << "no GPU";
