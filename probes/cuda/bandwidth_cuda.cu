@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "bandwidth_kernels.cuh"
 #include "cuda_util.hpp"
@@ -141,8 +142,8 @@ void sweep(Context& cx, SweepOp op, bool l1, double max_ws, MachineProfile& prof
   sw.threads = 2 * cx.props.multiProcessorCount * kSweepThreads;
   const int dev = device_index(cx.device);
   gpu::Clocks before = gpu::read_clocks(dev);
-  // --quick steps by 4 inside the caches but by 2 from the L2's size on, so that the HBM window
-  // (>= 4x L2) still holds several points.
+  // --quick steps by 4 inside the caches but by 2 from the L2's size on, so that the sweep still
+  // shows several points past the L2.
   const double l2 = cx.props.l2CacheSize;
   for (double ws = 16384; ws <= max_ws; ws *= (cx.options.quick && ws < l2) ? 4 : 2)
     sw.points.push_back(best_point(cx, op, l1, ws));
@@ -153,22 +154,22 @@ void sweep(Context& cx, SweepOp op, bool l1, double max_ws, MachineProfile& prof
     // The L1 sweep gives L1 only; the device sweep L2 and beyond (L1 is write-through, and its
     // loads bypass L1).
     if (level.name == "shared" || (level.name == "L1") != l1) continue;
+    // The L2 is not LRU: a sweep cycling over several times its size still hits (measured on an
+    // H100: reads over 128 MiB at 3.9 TB/s, 256 MiB at 3.35, above the 3.35 TB/s datasheet's
+    // reach; three streams of a triad sweep over 3 x 128 MiB 3.36, the 4 GiB triad stream 3.07), and
+    // from 4x to 16x its size still by call: one read sweep's plateau read 4.55-4.91 TB/s on the H200
+    // from call to call, up to 102 % of its 4.8 TB/s datasheet, where the read streams, each byte
+    // once a launch, read 4.57-4.65. The outermost level's roofs come from the streams alone; its
+    // sweep points stay in the sweep.
+    if (&level == &levels.back()) continue;
     auto window = plateau_window(levels, level.name);
     if (!window) continue;
-    // The L2 is not LRU: cycling over 2-4x its size still hits (measured on an H100: reads over
-    // 128 MiB at 3.9 TB/s, 256 MiB at 3.35, above the 3.35 TB/s datasheet's reach). The
-    // outermost level's plateau starts at 4x the L2.
-    if (&level == &levels.back()) window->low_bytes = std::max(window->low_bytes, 4 * l2);
     // Below a quarter of the bytes one trip of the grid requests (17 MB on the H100), requests for
     // the same line overlap in flight and do not each reach the L2 (read sweeps on the H100:
     // 512 KiB "20 TB/s", beyond any L2; 4 MiB 11.0, 8 MiB 10.3, 16 MiB 9.0): the plateau starts above.
-    else if (!l1)
+    if (!l1)
       window->low_bytes =
           std::max(window->low_bytes, 2.0 * cx.props.multiProcessorCount * kSweepThreads * kUnroll * 16 / 4);
-    // Three streams of a sweep still share the L2 at these sizes (measured on the H100: the triad
-    // sweep over 3 x 128 MiB read 3.36 TB/s, above the datasheet, the 4 GiB triad stream 3.07):
-    // the outermost level's triad roof comes from the streams alone.
-    if (&level == &levels.back() && op == SweepOp::Triad) continue;
     auto plateau = find_plateau(sw.points, *window);
     if (!plateau) continue;
     Ceiling c;
@@ -209,17 +210,32 @@ __global__ void count_mismatches(const int4* a, const int4* b, const int4* out, 
 
 // The stream variants: grid-stride plain or with streaming hints, one pass with 4 or 8 vectors
 // per thread. The HBM ceiling is the best of them.
-enum class Variant { Stride, StrideHints, OnePass1, OnePass2, OnePass4, OnePass8, OnePass2Small, OnePass4Small };
+enum class Variant {
+  Stride,
+  StrideHints,
+  OnePass1,
+  OnePass2,
+  OnePass4,
+  OnePass8,
+  OnePass1Small,
+  OnePass2Small,
+  OnePass4Small,
+  OnePass1Large
+};
 const char* name(Variant v) {
   switch (v) {
     case Variant::Stride: return "grid_stride";
     case Variant::StrideHints: return "grid_stride_streaming_hints";
     case Variant::OnePass1: return "one_pass_1";
     case Variant::OnePass2: return "one_pass_2";
+    case Variant::OnePass1Small:
+      return "one_pass_1_block_128";
     case Variant::OnePass2Small: return "one_pass_2_block_128";
     case Variant::OnePass4: return "one_pass_4";
     case Variant::OnePass8: return "one_pass_8";
     case Variant::OnePass4Small: return "one_pass_4_block_128";
+    case Variant::OnePass1Large:
+      return "one_pass_1_block_512";
   }
   return "";
 }
@@ -248,6 +264,8 @@ void launch_stride(SweepOp op, int blocks, const StreamBuffers& x, std::size_t n
 
 void launch_stream(Variant v, SweepOp op, int blocks, const StreamBuffers& x, std::size_t n16, cudaStream_t s) {
   if (v == Variant::OnePass1) launch_onepass<1>(op, x, n16, s);
+  if (v == Variant::OnePass1Small) launch_onepass<1, 128>(op, x, n16, s);
+  if (v == Variant::OnePass1Large) launch_onepass<1, 512>(op, x, n16, s);
   if (v == Variant::OnePass2) launch_onepass<2>(op, x, n16, s);
   if (v == Variant::OnePass2Small) launch_onepass<2, 128>(op, x, n16, s);
   if (v == Variant::OnePass4) launch_onepass<4>(op, x, n16, s);
@@ -291,9 +309,10 @@ const char* bytes_counted(SweepOp op) {
   return op == SweepOp::Copy ? "read + written" : op == SweepOp::Triad ? "2 read + 1 written" : name(op);
 }
 
-constexpr Variant kVariants[] = {Variant::Stride,        Variant::StrideHints,  Variant::OnePass1,
-                                 Variant::OnePass2,      Variant::OnePass4,     Variant::OnePass8,
-                                 Variant::OnePass2Small, Variant::OnePass4Small};
+constexpr Variant kVariants[] = {Variant::Stride,        Variant::StrideHints,   Variant::OnePass1,
+                                 Variant::OnePass2,      Variant::OnePass4,      Variant::OnePass8,
+                                 Variant::OnePass1Small, Variant::OnePass2Small, Variant::OnePass4Small,
+                                 Variant::OnePass1Large};
 
 // A stream ceiling's measurement before timing: `n16` vectors a stream.
 Measurement stream_measurement(const Context& cx, SweepOp op, const char* isa, std::size_t n16) {
@@ -369,19 +388,30 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
   // above the 3.07 of a 4 GiB triad stream). The ceiling is the best of both forms. Not for
   // write-only streams: there the lines left in L2 are a third of the stream, and the figure would
   // say nothing of HBM.
+  //
+  // Operators move more than that (Llama-2 7B's SwiGLU at 16384 tokens: 361 MB a stream), and so
+  // timed a stream reads faster as it grows, the launch's ramp a smaller part of it: measured on the
+  // H200, a 2:1 stream at 4.376 TB/s with 138 MB a stream and 4.404 with 361 MB, where PyTorch's and
+  // rafter's SwiGLU forward read 4.410–4.418, above the 128 MiB form's roof. So the operator-sized
+  // form is timed at 128, 256 and 512 MiB a stream (as far as the buffers hold), the best taken.
   const std::size_t n16_op = std::min(n16, std::max(chunk, std::size_t(128u << 20) / 16 / chunk * chunk));
+  std::vector<std::size_t> op_sizes;
+  const std::size_t held = cx.a->bytes() / 16;  // every buffer holds this many vectors
+  for (std::size_t n = n16_op; n <= held && op_sizes.size() < 3; n *= 2) op_sizes.push_back(n);
   const int dev = device_index(cx.device);
   gpu::read_flush_prepare(dev);
   nlohmann::json tried = nlohmann::json::object(), tried_op = nlohmann::json::object();
   Measurement best;
   Variant best_variant = Variant::Stride;
   std::size_t best_n16 = n16;
-  auto consider = [&](const Measurement& m, Variant v, std::size_t n) {
+  bool best_as_operator = false;
+  auto consider = [&](const Measurement& m, Variant v, std::size_t n, bool as_operator) {
     if (best.work_per_launch == 0 ||
         m.work_per_launch / m.timing.seconds.median > best.work_per_launch / best.timing.seconds.median) {
       best = m;
       best_variant = v;
       best_n16 = n;
+      best_as_operator = as_operator;
     }
   };
   for (Variant v : kVariants) {
@@ -389,21 +419,24 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
     m.timing = gpu::time_launches([&](void* s) { launch_stream(v, op, blocks, x, n16, cudaStream_t(s)); },
                                   timing_options(cx.options, cx.device, true));
     tried[name(v)] = m.work_per_launch / m.timing.seconds.median;
-    consider(m, v, n16);
+    consider(m, v, n16, false);
     // A fresh measurement: --counters counted the large-buffer launch, not this one.
-    Measurement small = stream_measurement(cx, op, "stream_operator_sized", n16_op);
-    if (op != SweepOp::Write && time_as_operator(cx, v, op, blocks, x, n16_op, small.timing)) {
-      tried_op[name(v)] = small.work_per_launch / small.timing.seconds.median;
-      consider(small, v, n16_op);
+    for (std::size_t n : op_sizes) {
+      Measurement sized = stream_measurement(cx, op, "stream_operator_sized", n);
+      if (op != SweepOp::Write && time_as_operator(cx, v, op, blocks, x, n, sized.timing)) {
+        tried_op[std::to_string(n * 16 >> 20) + " MiB"][name(v)] =
+            sized.work_per_launch / sized.timing.seconds.median;
+        consider(sized, v, n, true);
+      }
     }
   }
   nlohmann::json params = {
       {"buffer_bytes", double(best_n16) * 16},
       {"variant", name(best_variant)},
-      {"form", best_n16 == n16 ? "large buffers, back-to-back launches"
-                               : "operator-sized buffers, each launch timed as operators are"},
+      {"form", best_as_operator ? "operator-sized buffers, each launch timed as operators are"
+                                : "large buffers, back-to-back launches"},
       {"rate_by_variant", tried},
-      {"rate_by_variant_operator_sized", tried_op},
+      {"rate_by_variant_operator_sized", tried_op},  // by bytes a stream, then variant
       {"operator_sized_buffer_bytes", double(n16_op) * 16},
       {"bytes_counted", bytes_counted(op)}};
   add_stream_ceiling(cx, op, best, best_variant, blocks, x, best_n16, params, profile);
