@@ -395,9 +395,7 @@ void stream(Context& cx, SweepOp op, double bytes, MachineProfile& profile) {
   // rafter's SwiGLU forward read 4.410–4.418, above the 128 MiB form's roof. So the operator-sized
   // form is timed at 128, 256 and 512 MiB a stream (as far as the buffers hold), the best taken.
   const std::size_t n16_op = std::min(n16, std::max(chunk, std::size_t(128u << 20) / 16 / chunk * chunk));
-  std::vector<std::size_t> op_sizes;
-  const std::size_t held = cx.a->bytes() / 16;  // every buffer holds this many vectors
-  for (std::size_t n = n16_op; n <= held && op_sizes.size() < 3; n *= 2) op_sizes.push_back(n);
+  const std::vector<std::size_t> op_sizes = operator_sized_streams(n16_op, cx.a->bytes() / 16, 3);
   const int dev = device_index(cx.device);
   gpu::read_flush_prepare(dev);
   nlohmann::json tried = nlohmann::json::object(), tried_op = nlohmann::json::object();

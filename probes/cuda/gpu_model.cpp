@@ -157,6 +157,12 @@ std::optional<Window> plateau_window(const std::vector<MemoryLevel>& levels, std
   return std::nullopt;
 }
 
+std::vector<std::size_t> operator_sized_streams(std::size_t first, std::size_t held, int count) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = first; n > 0 && n <= held && int(sizes.size()) < count; n *= 2) sizes.push_back(n);
+  return sizes;
+}
+
 std::optional<Plateau> find_plateau(const std::vector<SweepPoint>& points, const Window& w) {
   std::vector<SweepPoint> in;
   for (const auto& p : points)

@@ -87,6 +87,10 @@ struct Plateau {
 };
 std::optional<Plateau> find_plateau(const std::vector<SweepPoint>& points, const Window& w);
 
+// The sizes (vectors a stream) at which the HBM probe times its operator-sized streams: `first`,
+// then doubling, while a stream fits the `held` vectors of a buffer, `count` at most.
+std::vector<std::size_t> operator_sized_streams(std::size_t first, std::size_t held, int count);
+
 // Two groups in a set of per-line latencies (cycles), as an L2 split in partitions gives them:
 // the cut minimising the spread within the groups (Otsu's method on the sorted values). Empty
 // unless each group holds at least `min_share` of the lines and the slow group's median is at

@@ -196,6 +196,19 @@ TEST(GpuLevels, PlateauIsTheMedianPointInTheWindow) {
   EXPECT_FALSE(find_plateau(pts, Window{1e6, 2e6}));
 }
 
+// The HBM probe's operator-sized streams: 132, 264 and 528 MiB a stream on the H200 (one grid chunk
+// of 8 blocks x 132 SMs x 256 threads x 32 vectors, doubled) within buffers of 1 GiB; fewer where
+// the buffers hold less, the first alone where it fills them.
+TEST(GpuLevels, OperatorSizedStreamsDoubleWithinTheBuffers) {
+  const std::size_t chunk = std::size_t(8) * 132 * 256 * 32, gib = (std::size_t(1) << 30) / 16;
+  EXPECT_EQ(operator_sized_streams(chunk, gib, 3), (std::vector<std::size_t>{chunk, 2 * chunk, 4 * chunk}));
+  EXPECT_EQ(operator_sized_streams(chunk, 4 * gib, 3).size(), 3u);
+  EXPECT_EQ(operator_sized_streams(chunk, 3 * chunk, 3), (std::vector<std::size_t>{chunk, 2 * chunk}));
+  EXPECT_EQ(operator_sized_streams(chunk, chunk, 3), (std::vector<std::size_t>{chunk}));
+  EXPECT_TRUE(operator_sized_streams(chunk, chunk - 1, 3).empty());
+  EXPECT_TRUE(operator_sized_streams(0, gib, 3).empty());
+}
+
 // Per-line L2 hit latencies: two partitions give two groups (the shape seen on the H100, 70 % of
 // the lines near at ~270 cycles, the rest at ~305); one group, or groups too close, give none.
 TEST(GpuLevels, LatencySplitFindsTwoPartitions) {
