@@ -208,8 +208,9 @@ __global__ void count_mismatches(const int4* a, const int4* b, const int4* out, 
   }
 }
 
-// The stream variants: grid-stride plain or with streaming hints, one pass with 4 or 8 vectors
-// per thread. The HBM ceiling is the best of them.
+// The stream variants: grid-stride plain or with streaming hints; one pass with 1, 2, 4 or 8
+// vectors a thread in blocks of 256, 1, 2 or 4 in blocks of 128, 1 in blocks of 512. The HBM
+// ceiling is the best of them.
 enum class Variant {
   Stride,
   StrideHints,
