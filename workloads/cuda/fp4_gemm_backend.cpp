@@ -4,7 +4,8 @@
 // NVFP4 16×16 blocks, everything else in 1×16 (NVFP4) or 1×32 (MXFP4) blocks along K. Two paths,
 // both exact up to FP32 summation order (fp4_gemm.hpp): decode shapes (m ≤ 64) run a fused kernel
 // that reads the FP4 weights once; the others dequantize both operands to BF16 and run cuBLASLt's
-// BF16 GEMM, the three launches timed together. Records say emulated_via "bf16" and which path.
+// BF16 GEMM, the three launches timed together. Records are emulated, via "bf16" ("fp16" where the
+// streaming decode kernel multiplies NVFP4), and say which path.
 // With `hot` (the CHON hot-channel patch, ops_gemm.cpp) the prefill path appends R/alpha and W_hot
 // to the BF16 operands as extra K; the decode kernels add it in their epilogue. The GEMM without
 // its patch (prefill: packed rows of k) is timed after, in the same buffers: details.hot_patch.
@@ -391,16 +392,26 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
       run_hot_decode(inst, ctx, path, record);
     else
       run_one_path(inst, ctx, path, record);
-    record.emulated_via = "bf16";
+    // Which of the two decode kernels ran (asked on the GPU, after the run): the streaming one
+    // multiplies NVFP4 on FP16 operands, every other path on BF16 ones.
+    const bool streamed =
+        path.fused_decode &&
+        fp4_decode_gemm_streams(shape_value(inst, "m"), shape_value(inst, "n"), shape_value(inst, "k"),
+                                shape_value(inst, "batch"), shape_value(inst, "hot", 0));
+    // Emulated, so judged on the roofs of the tensor cores it ran on (placement's judged_as): a record
+    // left at its own precision would meet no FP4 roof on sm_90 (MachineProfile::best never lets an
+    // emulated ceiling stand in for a native one) and its FLOPs would go unjudged.
+    record.emulated = true;
+    record.emulated_via = streamed && inst.precision == "nvfp4" ? "fp16" : "bf16";
     record.details["emulation"] = fmt::format(
-        "sm_90 has no FP4 tensor cores: E2M1 codes × {} block scales decoded to BF16 (exact), BF16 tensor cores "
+        "sm_90 has no FP4 tensor cores: E2M1 codes × {} block scales decoded to {} (exact), {} tensor cores "
         "with FP32 accumulation, the FP32 tensor scales applied as alpha",
-        inst.precision == "nvfp4" ? "E4M3 1×16" : "E8M0 1×32");
+        inst.precision == "nvfp4" ? "E4M3 1×16" : "E8M0 1×32",
+        record.emulated_via == "fp16" ? "FP16" : "BF16", record.emulated_via == "fp16" ? "FP16" : "BF16");
     std::string path_text = path.description;
-    if (path.fused_decode)  // which of the two decode kernels (asked on the GPU, after the run)
+    if (path.fused_decode)
       path_text +=
-          fp4_decode_gemm_streams(shape_value(inst, "m"), shape_value(inst, "n"), shape_value(inst, "k"),
-                                  shape_value(inst, "batch"), shape_value(inst, "hot", 0))
+          streamed
               ? ", streamed: K sliced over a thread-block cluster, the slices summed in distributed shared "
                 "memory; B read from a copy packed once (untimed) in the order the kernel's lanes load it"
               : ", one shot: split-K sums in FP32 through global atomics";
