@@ -2,6 +2,7 @@
 #include "rafter/roofline/roofs.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "rafter/collector/error.hpp"
@@ -202,14 +203,30 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id,
   roofs.device_kind = device->kind.empty() ? device_kind_of(device->id) : device->kind;
   roofs.device_name = device->name;
   roofs.host = profile.host;
+  // One roof per compute class, the class's best ceiling: the CUDA probe measures FP8 as two
+  // resources, fp8_e4m3 and fp8_e5m2, and every FP8 record (fp8_e4m3, fp8_e5m2_e4m3, …) is judged
+  // on the class "fp8". A class with a held (sustained) ceiling takes its best held one.
   int held = 0, burst_only = 0;
+  std::map<std::string, std::pair<const Ceiling*, bool>> by_class;  // best ceiling, held
+  std::vector<std::string> classes;
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Compute)) {
     const Ceiling* c = sustained ? profile.best(device->id, CeilingKind::Compute, r, "device", "sustained") : nullptr;
-    (c ? held : burst_only) += sustained;
+    const bool is_held = c != nullptr;
+    (is_held ? held : burst_only) += sustained;
     if (!c) c = profile.best(device->id, CeilingKind::Compute, r);
-    if (c)
-      roofs.compute.push_back({c->resource, c->figure.value, c->emulated, c->figure.source, c->id(),
-                               c->params.value("emulated_via", std::string())});
+    if (!c) continue;
+    const std::string cls = compute_class_of(c->resource);
+    auto [it, fresh] = by_class.emplace(cls, std::pair{c, is_held});
+    if (fresh)
+      classes.push_back(cls);
+    else if ((is_held && !it->second.second) ||
+             (is_held == it->second.second && c->figure.value > it->second.first->figure.value))
+      it->second = {c, is_held};
+  }
+  for (const auto& cls : classes) {
+    const Ceiling* c = by_class.at(cls).first;
+    roofs.compute.push_back({cls, c->figure.value, c->emulated, c->figure.source, c->id(),
+                             c->params.value("emulated_via", std::string())});
   }
   roofs.compute_regime = held == 0 ? "burst" : burst_only == 0 ? "sustained" : "sustained where measured";
   std::sort(roofs.compute.begin(), roofs.compute.end(),

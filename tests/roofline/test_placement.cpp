@@ -475,6 +475,38 @@ TEST(Placement, PartitionBandwidthIsNotTheLevelsRoof) {
 
 namespace rafter::roofline {
 
+// The CUDA probe names its FP8 ceilings by format (fp8_e4m3, fp8_e5m2, as machine.json holds them);
+// every FP8 record is judged on the class "fp8": its best ceiling, a held one first where the class
+// has one. Before, compute_for("fp8") met no roof named "fp8" and FP8 GEMMs went unjudged on compute.
+TEST(Placement, FormatNamedFp8CeilingsMakeTheFp8ClassRoof) {
+  MachineProfile m = test::small_machine();
+  std::erase_if(m.ceilings, [](const Ceiling& c) { return c.resource == "fp8"; });
+  m.ceilings.push_back(test::make_ceiling(CeilingKind::Compute, "cpu", "fp8_e5m2", 180e9));
+  m.ceilings.push_back(test::make_ceiling(CeilingKind::Compute, "cpu", "fp8_e4m3", 200e9));
+  const DeviceRoofs roofs = roofs_for(m, "cpu");
+  ASSERT_NE(roofs.compute_for("fp8_e4m3"), nullptr);
+  EXPECT_EQ(roofs.compute_for("fp8_e4m3")->precision, "fp8");
+  EXPECT_DOUBLE_EQ(roofs.compute_for("fp8_e5m2_e4m3")->flops_per_second, 200e9);
+  int fp8_roofs = 0;
+  for (const auto& c : roofs.compute) fp8_roofs += c.precision == "fp8";
+  EXPECT_EQ(fp8_roofs, 1);
+  // 4 GFLOP of E5M2 x E4M3 (a backward GEMM) in 25 ms: 20 ms on the FP8 roof, 80 %.
+  OperatorRecord r = test::make_record("dgrad", "fp8_e5m2_e4m3", 0, 1e6, 1e6, 0.025);
+  r.flops = {{"fp8_e5m2_e4m3", 4e9}};
+  auto rp = place_run(test::make_run({r}), m);
+  const Placement& p = rp.records.at(0);
+  EXPECT_EQ(p.binding_name(), "fp8 compute");
+  EXPECT_DOUBLE_EQ(p.efficiency, 0.8);
+  for (const auto& remark : p.remarks)
+    EXPECT_EQ(remark.find("no fp8 compute roof"), std::string::npos) << remark;
+  // Held at the power limit, E5M2 alone: the class takes it over the faster burst E4M3.
+  Ceiling held = test::make_ceiling(CeilingKind::Compute, "cpu", "fp8_e5m2", 150e9);
+  held.regime = "sustained";
+  m.ceilings.push_back(held);
+  EXPECT_DOUBLE_EQ(roofs_for(m, "cpu", true).compute_for("fp8")->flops_per_second, 150e9);
+  EXPECT_DOUBLE_EQ(roofs_for(m, "cpu").compute_for("fp8")->flops_per_second, 200e9);
+}
+
 TEST(Placement, TrainingStepsAreJudgedOnSustainedComputeRoofs) {
   // bf16: 100 GFLOP/s in a burst, 80 held at the power limit; fp32 burst only.
   MachineProfile m = test::small_machine();
