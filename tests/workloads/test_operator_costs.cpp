@@ -64,6 +64,24 @@ TEST(OperatorCosts, GemmTrafficModel) {
   EXPECT_DOUBLE_EQ(c.bytes[3].bytes, c.compulsory_bytes);
 }
 
+// GQA decode: on a CPU each query head of a group reads the KV head from L1 (8 heads, 2 KV heads:
+// 4 reads of the cache there), on a GPU the group's KV tile passes through shared memory once.
+TEST(OperatorCosts, DecodeAttentionGroupSharesItsKvTileOnAGpu) {
+  const Shape s{{"batch", 3}, {"kv_len", 100}, {"heads", 8}, {"kv_heads", 2}, {"head_dim", 128}};
+  const double kv = 2.0 * 2 * 128 * 3 * 100 * 2;  // K and V, BF16
+  const auto cpu = cost_of("attention_decode", s, "bf16", "", kLevels);
+  ASSERT_EQ(cpu.bytes[0].level, "L1");
+  EXPECT_DOUBLE_EQ(cpu.bytes[0].bytes, cpu.compulsory_bytes + kv * 3);
+  EXPECT_DOUBLE_EQ(cpu.bytes[1].bytes, cpu.compulsory_bytes);
+  const std::vector<MemoryLevel> gpu{{"shared", 233472, 0, 1, 132},
+                                     {"L1", 262144, 128, 1, 132},
+                                     {"L2", 52428800, 128, 132, 1},
+                                     {"HBM", 85e9, 0, 132, 1}};
+  const auto c = cost_of("attention_decode", s, "bf16", "", gpu);
+  ASSERT_EQ(c.bytes[0].level, "shared");
+  for (const auto& lb : c.bytes) EXPECT_DOUBLE_EQ(lb.bytes, c.compulsory_bytes) << lb.level;
+}
+
 TEST(OperatorCosts, GemmTrafficOnAGpuUsesTheTensorCoreTile) {
   // H100-like levels: the innermost is shared memory, read by wgmma in 64 x 256 accumulator tiles:
   // A once per 256 columns of C, B once per 64 rows. (A 16 x 16 register tile would put a
