@@ -32,6 +32,25 @@ TEST(Compare, RunsMatchByLabelAcrossPrecisions) {
   EXPECT_NE(format_run_comparison_csv(cmp).find("nvfp4"), std::string::npos);
 }
 
+// The fixture machines name their ceilings as the probes do (FP8 by format: fp8_e4m3, fp8_e5m2):
+// every GPU record of the fixture runs meets a compute roof for each class of its FLOPs.
+TEST(Compare, EveryFixtureGpuRecordMeetsItsComputeRoofs) {
+  for (const char* machine : {"machine_h100.json", "machine_h200.json"})
+    for (const char* f : {"run_gpu_bf16.json", "run_gpu_fp8.json", "run_gpu_nvfp4.json"}) {
+      const RunPlacement rp = place_run(load_run(fixture(f)), load_machine(fixture(machine)), f);
+      for (const auto& p : rp.records) {
+        for (const auto& remark : p.remarks)
+          EXPECT_EQ(remark.find("compute roof"), std::string::npos)
+              << machine << " " << f << " " << p.label << ": " << remark;
+        for (const auto& b : p.bounds) {
+          if (b.kind == ResourceKind::Compute) {
+            EXPECT_GT(b.ceiling, 0) << machine << " " << f << " " << p.label << " " << b.resource;
+          }
+        }
+      }
+    }
+}
+
 TEST(Compare, WorkKindsNameEveryCatalogueOperator) {
   EXPECT_EQ(work_kind("gemm"), "GEMM");
   for (const char* op : {"attention_prefill", "attention_decode", "attention_backward", "attention_softmax",
