@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/json_io.hpp"
@@ -12,7 +13,13 @@ using namespace rafter;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path temp_dir() { return rafter::testing::process_temp_dir("json"); }
+// A fresh folder per test, which the test removes: the process-wide one (process_temp_dir) would be
+// gone for the tests after the first when they all run in one process, as the binary alone runs them.
+fs::path temp_dir() {
+  fs::path d = rafter::testing::make_temp_dir("json");
+  if (d.empty()) throw std::runtime_error("mkdtemp failed for rafter-json");
+  return d;
+}
 }  // namespace
 
 TEST(JsonIo, AtomicWriteReplacesAndLeavesNoTemporary) {
