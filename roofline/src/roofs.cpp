@@ -208,7 +208,6 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id,
   // on the class "fp8". A class with a held (sustained) ceiling takes its best held one.
   int held = 0, burst_only = 0;
   std::map<std::string, std::pair<const Ceiling*, bool>> by_class;  // best ceiling, held
-  std::vector<std::string> classes;
   for (const auto& r : resources_of(profile, device->id, CeilingKind::Compute)) {
     const Ceiling* c = sustained ? profile.best(device->id, CeilingKind::Compute, r, "device", "sustained") : nullptr;
     const bool is_held = c != nullptr;
@@ -217,14 +216,12 @@ DeviceRoofs roofs_for(const MachineProfile& profile, std::string_view device_id,
     if (!c) continue;
     const std::string cls = compute_class_of(c->resource);
     auto [it, fresh] = by_class.emplace(cls, std::pair{c, is_held});
-    if (fresh)
-      classes.push_back(cls);
-    else if ((is_held && !it->second.second) ||
-             (is_held == it->second.second && c->figure.value > it->second.first->figure.value))
+    if (!fresh && ((is_held && !it->second.second) ||
+                   (is_held == it->second.second && c->figure.value > it->second.first->figure.value)))
       it->second = {c, is_held};
   }
-  for (const auto& cls : classes) {
-    const Ceiling* c = by_class.at(cls).first;
+  for (const auto& [cls, best] : by_class) {  // ordered by speed below
+    const Ceiling* c = best.first;
     roofs.compute.push_back({cls, c->figure.value, c->emulated, c->figure.source, c->id(),
                              c->params.value("emulated_via", std::string())});
   }
