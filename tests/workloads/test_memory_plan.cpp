@@ -42,6 +42,20 @@ class SmallDeviceBackend : public Backend {
 };
 RAFTER_REGISTER_BACKEND(SmallDeviceBackend);
 
+// A backend that names the precision its work ran via and no more (as cuda.fp4_emulated did, whose
+// records the roofline then judged as FP4, with no roof on sm_90).
+class ViaOnlyBackend : public Backend {
+ public:
+  std::string name() const override { return "viatest.fake"; }
+  std::string device_kind() const override { return "viatest"; }
+  bool supports(const OpInstance&) const override { return true; }
+  void execute(const OpInstance&, const ExecContext&, rafter::OperatorRecord& r) override {
+    r.emulated_via = "bf16";
+    r.status = RecordStatus::Ok;
+  }
+};
+RAFTER_REGISTER_BACKEND(ViaOnlyBackend);
+
 }  // namespace
 
 TEST(MemoryPlan, FitsWhenFreeMemoryIsUnknownOrEnough) {
@@ -146,4 +160,14 @@ TEST(StepTotals, MeasuredOverlapIsSummed) {
   run.records[0].details.erase("overlap");
   table = run_table(run);
   EXPECT_EQ(table.find("overlap measured"), std::string::npos) << table;
+}
+
+// profile_instance marks a record emulated wherever its backend names the precision it ran via.
+TEST(MemoryPlan, RecordNamingItsPathIsEmulated) {
+  ExecContext ctx;
+  ctx.device = "viatest";
+  const auto r = profile_instance(instance("gemm", "nvfp4", {{"m", 16}, {"n", 16}, {"k", 64}}), ctx, {});
+  EXPECT_EQ(r.backend, "viatest.fake");
+  EXPECT_EQ(r.emulated_via, "bf16");
+  EXPECT_TRUE(r.emulated);
 }

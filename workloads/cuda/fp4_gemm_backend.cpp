@@ -398,16 +398,16 @@ class Fp4EmulatedGemmBackend : public CudaBackend {
         path.fused_decode &&
         fp4_decode_gemm_streams(shape_value(inst, "m"), shape_value(inst, "n"), shape_value(inst, "k"),
                                 shape_value(inst, "batch"), shape_value(inst, "hot", 0));
-    // Emulated, so judged on the roofs of the tensor cores it ran on (placement's judged_as): a record
-    // left at its own precision would meet no FP4 roof on sm_90 (MachineProfile::best never lets an
-    // emulated ceiling stand in for a native one) and its FLOPs would go unjudged.
-    record.emulated = true;
-    record.emulated_via = streamed && inst.precision == "nvfp4" ? "fp16" : "bf16";
+    // The tensor cores it ran on, whose roofs judge it (profile_instance marks the record emulated):
+    // judged as FP4 it would meet no roof on sm_90 (MachineProfile::best never lets an emulated
+    // ceiling stand in for a native one) and its FLOPs would go unjudged.
+    const bool f16 = streamed && inst.precision == "nvfp4";
+    record.emulated_via = f16 ? "fp16" : "bf16";
+    const char* operands = f16 ? "FP16" : "BF16";
     record.details["emulation"] = fmt::format(
         "sm_90 has no FP4 tensor cores: E2M1 codes × {} block scales decoded to {} (exact), {} tensor cores "
         "with FP32 accumulation, the FP32 tensor scales applied as alpha",
-        inst.precision == "nvfp4" ? "E4M3 1×16" : "E8M0 1×32",
-        record.emulated_via == "fp16" ? "FP16" : "BF16", record.emulated_via == "fp16" ? "FP16" : "BF16");
+        inst.precision == "nvfp4" ? "E4M3 1×16" : "E8M0 1×32", operands, operands);
     std::string path_text = path.description;
     if (path.fused_decode)
       path_text +=

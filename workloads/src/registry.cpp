@@ -208,6 +208,9 @@ OperatorRecord profile_instance(const OpInstance& inst, const ExecContext& ctx,
     return r;
   }
   backend->execute(plan.run, ctx, r);
+  // A record that names the precision it ran via is emulated, whichever backend filled it in: only
+  // then does the roofline judge it on that precision's roofs (placement's judged_as).
+  if (!r.emulated_via.empty()) r.emulated = true;
   if (plan.scaled) {
     scale_time(r, *plan.scaled);
     r.note = r.note.empty() ? plan.note : plan.note + "; " + r.note;
