@@ -37,7 +37,8 @@ class Backend {
   virtual int priority() const { return 0; }    // higher wins when several support an instance
   virtual bool supports(const OpInstance& inst) const = 0;
   // Checks (record.check) and times (record.time, record.clocks) one instance; sets backend,
-  // emulated/emulated_via and details (algorithm, flush policy). Leaves FLOPs/bytes to the caller.
+  // emulated_via (the precision its work ran on, where not its own: profile_instance then marks the
+  // record emulated) and details (algorithm, flush policy). Leaves FLOPs/bytes to the caller.
   // Sets record.status to Ok, Invalid (check failed: still timed) or Failed (with note).
   virtual void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) = 0;
   // Memory the device has free now, bytes; 0 when unknown (then nothing is planned).
