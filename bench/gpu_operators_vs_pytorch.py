@@ -44,6 +44,9 @@ MEM_ROWS = [
     # name, op, phase, shape
     ("rmsnorm fwd", "rmsnorm", "fwd", {"tokens": T, "hidden": 4096}),
     ("rmsnorm bwd", "rmsnorm", "bwd", {"tokens": T, "hidden": 4096}),
+    # GLA-1.3B's norm over a head's 512 channels (4 heads a token of 4096 tokens): a warp a row
+    ("rmsnorm fwd (512)", "rmsnorm", "fwd", {"tokens": T, "hidden": 512}),
+    ("rmsnorm bwd (512)", "rmsnorm", "bwd", {"tokens": T, "hidden": 512}),
     ("swiglu fwd", "swiglu", "fwd", {"tokens": T, "ffn": 11008}),
     ("swiglu bwd", "swiglu", "bwd", {"tokens": T, "ffn": 11008}),
     ("attn softmax (scale+causal)", "attention_softmax", "fwd",
@@ -442,9 +445,11 @@ def memory_inputs(torch, name, shape):
     r = lambda *s: torch.randn(*s, device=dev, dtype=bf)  # noqa: E731
     t = shape.get("tokens")
     if name.startswith("rmsnorm fwd"):
-        return "rmsnorm_fwd", (r(t, 4096), r(4096))
+        h = shape["hidden"]
+        return "rmsnorm_fwd", (r(t, h), r(h))
     if name.startswith("rmsnorm bwd"):
-        return "rmsnorm_bwd", (r(t, 4096), r(4096), r(t, 4096))
+        h = shape["hidden"]
+        return "rmsnorm_bwd", (r(t, h), r(h), r(t, h))
     if name.startswith("swiglu fwd"):
         return "swiglu_fwd", (r(t, 2 * 11008),)
     if name.startswith("swiglu bwd"):

@@ -35,6 +35,15 @@ std::vector<Case> cases() {
       {"rmsnorm", "fwd", "bf16", {{"tokens", 64}, {"hidden", 4096}}},
       {"rmsnorm", "bwd", "bf16", {{"tokens", 300}, {"hidden", 8192}}},
       {"rmsnorm", "fwd", "bf16", {{"tokens", 5}, {"hidden", 300}}},
+      // a warp a row (≤ 1024 elements, multiples of 8): 1, 2 and 4 chunks a lane, a part-filled
+      // last round (125 chunks), and more row groups than backward blocks (the warps loop)
+      {"rmsnorm", "fwd", "bf16", {{"tokens", 9}, {"hidden", 256}}},
+      {"rmsnorm", "fwd", "bf16", {{"tokens", 300}, {"hidden", 512}}},
+      {"rmsnorm", "fwd", "bf16", {{"tokens", 21}, {"hidden", 1000}}},
+      {"rmsnorm", "bwd", "bf16", {{"tokens", 7}, {"hidden", 136}}},
+      {"rmsnorm", "bwd", "bf16", {{"tokens", 5000}, {"hidden", 512}}},
+      {"rmsnorm", "bwd", "bf16", {{"tokens", 33}, {"hidden", 1024}}},
+      {"rmsnorm", "bwd", "bf16", {{"tokens", 40}, {"hidden", 1000}}},
       {"swiglu", "fwd", "bf16", {{"tokens", 33}, {"ffn", 11008}}},
       {"swiglu", "bwd", "bf16", {{"tokens", 7}, {"ffn", 203}}},
       {"softmax", "fwd", "bf16", {{"rows", 16}, {"cols", 4096}}},
