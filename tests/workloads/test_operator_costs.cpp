@@ -129,6 +129,18 @@ TEST(OperatorCosts, AttentionCausalPairs) {
   EXPECT_NO_THROW(decode.validate(small));
 }
 
+// The row length picks a GPU RMSNorm kernel (a warp a row up to 1024 values, a block beyond): the
+// check keeps it, so a record's check runs the kernel it times; only the rows shrink.
+TEST(OperatorCosts, RmsnormCheckKeepsTheRowLength) {
+  const auto& norm = OperatorRegistry::instance().get("rmsnorm");
+  for (std::int64_t hidden : {512, 4096, 8192}) {
+    const OpInstance small = norm.check_instance(
+        normalize_instance(norm, {"rmsnorm", "bwd", "", {{"tokens", 16384}, {"hidden", hidden}}, "bf16", 1}));
+    EXPECT_EQ(small.shape.at("hidden"), hidden);
+    EXPECT_EQ(small.shape.at("tokens"), 16);
+  }
+}
+
 TEST(OperatorCosts, UnfusedAttentionAndGla) {
   const Shape s{{"batch", 1}, {"seq", 8}, {"kv_seq", 16}, {"heads", 4}, {"kv_heads", 2}, {"head_dim", 32}};
   EXPECT_DOUBLE_EQ(flops(cost_of("attention_qk", s, "bf16"), "bf16"), 2.0 * 4 * 8 * 16 * 32);
