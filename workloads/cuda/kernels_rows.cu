@@ -405,7 +405,7 @@ void dispatch_warp_row(std::int64_t cols, F&& f) {
     f.template operator()<4>();
 }
 
-// Blocks of the warp-a-row backward: 4 of 8 warps an SM on a 132-SM GPU; dw partials ~1 MB.
+// Blocks of the warp-a-row backward: 4 blocks of 8 warps an SM on a 132-SM GPU; dw partials ~1 MB at 512.
 constexpr std::int64_t kWarpBwdBlocks = 528;
 
 std::int64_t warp_bwd_blocks(std::int64_t rows) {
