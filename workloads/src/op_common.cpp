@@ -52,8 +52,12 @@ double gemm_compulsory_bytes(const GemmTrafficInput& g) {
 
 double gemm_written_bytes(const GemmTrafficInput& g) { return g.batch * g.m * g.n * g.c_bytes; }
 
+bool innermost_is_shared(const std::vector<MemoryLevel>& levels) {
+  return !levels.empty() && levels.front().name == "shared";
+}
+
 GemmTrafficInput with_device_tile(GemmTrafficInput g, const std::vector<MemoryLevel>& levels) {
-  if (!levels.empty() && levels.front().name == "shared") {
+  if (innermost_is_shared(levels)) {
     g.tile_m = 64;
     g.tile_n = 256;
     g.min_block_m = 256;

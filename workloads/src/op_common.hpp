@@ -65,6 +65,9 @@ struct GemmTrafficInput {
   // cluster (128 x 256 per SM, operands multicast by TMA) stay in registers: 256 x 256.
   double min_block_m = 0, min_block_n = 0;
 };
+// A GPU's levels: the innermost is "shared" (a CPU's is L1). The traffic models that count a
+// tensor-core tile or a GQA group through shared memory ask this.
+bool innermost_is_shared(const std::vector<MemoryLevel>& levels);
 // On a GPU (innermost level "shared") the operands of the tensor cores come from shared memory
 // per warpgroup MMA of 64 x 256 accumulators (Hopper wgmma m64n256), and the outer levels see at
 // least a 256 x 256 block of C per cluster; elsewhere the CPU tile is kept.

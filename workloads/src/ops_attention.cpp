@@ -40,7 +40,7 @@ std::vector<LevelBytes> flash_traffic(const std::vector<MemoryLevel>& levels, co
                                       double passes_qo, double compulsory) {
   const double qo = passes_qo * a.batch * a.q_len * a.heads * a.d * e;
   const double kv_once = 2.0 * a.batch * a.kv_len * a.kv_heads * a.d * e;
-  const double innermost_rows = !levels.empty() && levels.front().name == "shared" ? 64.0 : 16.0;
+  const double innermost_rows = detail::innermost_is_shared(levels) ? 64.0 : 16.0;
   return detail::level_traffic(levels, [&](double inner) {
     const double kv_head_bytes = 2.0 * a.kv_len * a.d * e;
     if (inner > 0 && kv_head_bytes <= inner) return compulsory;
@@ -138,7 +138,7 @@ class AttentionDecodeOp : public detail::CatalogueOp {
     // split-KV kernel on mma.sync for groups of 8). Counted 8 times there, Llama-2 70B's decode
     // attention (batch 16, KV 4096, cuDNN, H200) read 100.2 % of a shared-memory floor it never
     // meets, where its HBM traffic, 269 MB in 65 us, is what binds it.
-    const bool gpu = !levels.empty() && levels.front().name == "shared";
+    const bool gpu = detail::innermost_is_shared(levels);
     const double group = double(a.heads) / double(a.kv_heads);
     const double inner_extra =
         gpu && group <= 64 ? 0.0 : 2.0 * e * a.d * a.batch * a.kv_len * (a.heads - a.kv_heads);
