@@ -47,6 +47,9 @@ MEM_ROWS = [
     # GLA-1.3B's norm over a head's 512 channels (4 heads a token of 4096 tokens): a warp a row
     ("rmsnorm fwd (512)", "rmsnorm", "fwd", {"tokens": T, "hidden": 512}),
     ("rmsnorm bwd (512)", "rmsnorm", "bwd", {"tokens": T, "hidden": 512}),
+    # Llama-2 70B's hidden size: a block of 1024 threads a row in the backward
+    ("rmsnorm fwd (8192)", "rmsnorm", "fwd", {"tokens": T, "hidden": 8192}),
+    ("rmsnorm bwd (8192)", "rmsnorm", "bwd", {"tokens": T, "hidden": 8192}),
     ("swiglu fwd", "swiglu", "fwd", {"tokens": T, "ffn": 11008}),
     ("swiglu bwd", "swiglu", "bwd", {"tokens": T, "ffn": 11008}),
     ("attn softmax (scale+causal)", "attention_softmax", "fwd",

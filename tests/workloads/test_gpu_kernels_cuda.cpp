@@ -44,6 +44,12 @@ std::vector<Case> cases() {
       {"rmsnorm", "bwd", "bf16", {{"tokens", 5000}, {"hidden", 512}}},
       {"rmsnorm", "bwd", "bf16", {{"tokens", 33}, {"hidden", 1024}}},
       {"rmsnorm", "bwd", "bf16", {{"tokens", 40}, {"hidden", 1000}}},
+      // a block a row at the longest rows, 2 and 4 chunks a thread on 1024 threads (a launch that
+      // fits an SM only at ≤ 64 registers a thread), and 4 scalar chunks a thread
+      {"rmsnorm", "bwd", "bf16", {{"tokens", 5}, {"hidden", 16384}}},
+      {"rmsnorm", "bwd", "bf16", {{"tokens", 3}, {"hidden", 32768}}},
+      {"rmsnorm", "fwd", "bf16", {{"tokens", 3}, {"hidden", 32768}}},
+      {"rmsnorm", "bwd", "bf16", {{"tokens", 6}, {"hidden", 4001}}},
       {"swiglu", "fwd", "bf16", {{"tokens", 33}, {"ffn", 11008}}},
       {"swiglu", "bwd", "bf16", {{"tokens", 7}, {"ffn", 203}}},
       {"softmax", "fwd", "bf16", {{"rows", 16}, {"cols", 4096}}},

@@ -85,22 +85,82 @@ __device__ __forceinline__ void unpack(const Packed<VEC>& in, float (&f)[VEC]) {
   }
 }
 
+// The threads of one row. BlockRow: a block a row, blockDim.x threads, reductions through shared
+// memory. WarpRow: rows of at most kWarpRowChunks 16-byte chunks (1024 elements), a warp a row and
+// kRowWarps rows a block, reductions by shuffles and no block barrier. With a block of cols/8
+// threads a row (GLA-1.3B's head norm: 512 elements, 64 threads) a block barrier per reduction and
+// two warps a block left the SMs short of warps: 14.5 µs forward and 44.6 µs backward at 16384 ×
+// 512 on an H200, against 11.1 and 24.6 µs at 4096 × 2048, the same bytes.
+// kRowsPastEnd: the grid's last row group may lie past the last row.
+constexpr int kRowWarps = 8, kWarpRowChunks = 128;
+struct BlockRow {
+  static constexpr bool kRowsPastEnd = false;  // a block a row, as many blocks as rows
+  __device__ static int lane() { return threadIdx.x; }
+  __device__ static int width() { return blockDim.x; }
+  __device__ static std::int64_t first() { return blockIdx.x; }
+  __device__ static std::int64_t stride() { return gridDim.x; }
+  __device__ static float sum(float v) {
+    __shared__ float scratch[32];
+    return block_reduce<false>(v, scratch);
+  }
+  // The block's partial dw row: each thread's columns as it holds them.
+  template <int VEC, int CPT>
+  __device__ static void store_dw(const float (&dw)[CPT][VEC], float* __restrict__ partials, int cols) {
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      const int idx = lane() + c * width();
+      if (idx < cols / VEC)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) partials[std::int64_t(blockIdx.x) * cols + idx * VEC + i] = dw[c][i];
+    }
+  }
+};
+struct WarpRow {
+  static constexpr bool kRowsPastEnd = true;
+  __device__ static int lane() { return threadIdx.x % 32; }
+  __device__ static int width() { return 32; }
+  __device__ static std::int64_t first() { return std::int64_t(blockIdx.x) * kRowWarps + threadIdx.x / 32; }
+  __device__ static std::int64_t stride() { return std::int64_t(gridDim.x) * kRowWarps; }
+  __device__ static float sum(float v) { return warp_sum(v); }
+  // The block's warps sum their dw in shared memory into the block's partial row.
+  template <int VEC, int CPT>
+  __device__ static void store_dw(const float (&dw)[CPT][VEC], float* __restrict__ partials, int cols) {
+    static_assert(VEC == 8, "a warp a row takes rows of 16-byte chunks");
+    __shared__ float dw_warps[kRowWarps][kWarpRowChunks * 8];
+#pragma unroll
+    for (int c = 0; c < CPT; ++c)
+      if (lane() + 32 * c < cols / 8)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dw_warps[threadIdx.x / 32][(lane() + 32 * c) * 8 + i] = dw[c][i];
+    __syncthreads();
+    for (int col = threadIdx.x; col < cols; col += blockDim.x) {
+      float t = 0.f;
+#pragma unroll
+      for (int k = 0; k < kRowWarps; ++k) t += dw_warps[k][col];
+      partials[std::int64_t(blockIdx.x) * cols + col] = t;
+    }
+  }
+};
+bool warp_rows(std::int64_t cols) { return cols % 8 == 0 && cols / 8 <= kWarpRowChunks; }
+int warp_row_cpt(std::int64_t cols) { return cols / 8 <= 32 ? 1 : cols / 8 <= 64 ? 2 : 4; }
+
 // x and the weight are held packed (a quarter of the registers of FP32 copies) and loaded
 // together, so the weight's latency hides behind the reduction. (Loading the weight after the
 // reduction: 90.6 us at 16384 x 4096 on the H100, torch.compile 89.7; holding both in FP32 cost
 // occupancy: 98.6 us.)
-template <int VEC, int CPT>
-__global__ void rmsnorm_fwd_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                   bf16* __restrict__ y, float* __restrict__ rstd, int cols, float eps) {
-  __shared__ float scratch[32];
-  const std::int64_t row = blockIdx.x;
+template <class G, int VEC, int CPT>
+__device__ __forceinline__ void rmsnorm_fwd_rows(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                                 bf16* __restrict__ y, float* __restrict__ rstd,
+                                                 std::int64_t rows, int cols, float eps) {
+  const std::int64_t row = G::first();
+  if (G::kRowsPastEnd && row >= rows) return;  // a whole row's threads return together
   const int chunks = cols / VEC;
   const bf16* xr = x + row * cols;
   Packed<VEC> xp[CPT], wp[CPT];
   float ss = 0.f;
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
-    int idx = threadIdx.x + c * blockDim.x;
+    const int idx = G::lane() + c * G::width();
     if (idx < chunks) {
       load_packed<VEC, false>(xr + idx * VEC, xp[c]);  // plain loads: evict-first ran slower in the streams
       load_packed<VEC, false>(w + idx * VEC, wp[c]);
@@ -108,17 +168,17 @@ __global__ void rmsnorm_fwd_kernel(const bf16* __restrict__ x, const bf16* __res
   }
 #pragma unroll
   for (int c = 0; c < CPT; ++c)
-    if (threadIdx.x + c * blockDim.x < chunks) {
+    if (G::lane() + c * G::width() < chunks) {
       float v[VEC];
       unpack<VEC>(xp[c], v);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) ss += v[i] * v[i];
     }
-  float r = rsqrtf(block_reduce<false>(ss, scratch) / cols + eps);
-  if (rstd && threadIdx.x == 0) rstd[row] = r;
+  const float r = rsqrtf(G::sum(ss) / cols + eps);
+  if (rstd && G::lane() == 0) rstd[row] = r;
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
-    int idx = threadIdx.x + c * blockDim.x;
+    const int idx = G::lane() + c * G::width();
     if (idx < chunks) {
       float v[VEC], wf[VEC];
       unpack<VEC>(xp[c], v);
@@ -130,132 +190,21 @@ __global__ void rmsnorm_fwd_kernel(const bf16* __restrict__ x, const bf16* __res
   }
 }
 
-// Rows of at most kWarpRowChunks 16-byte chunks (1024 elements): one warp a row, CPT chunks a
-// lane, reductions by shuffles and no block barrier; kRowWarps rows a block. With a block of
-// cols/8 threads a row (GLA-1.3B's head norm: 512 elements, 64 threads) a block barrier per
-// reduction and two warps a block left the SMs short of warps: 14.5 µs forward and 44.6 µs backward
-// at 16384 × 512 on an H200, against 11.1 and 24.6 µs at 4096 × 2048, the same bytes.
-constexpr int kRowWarps = 8, kWarpRowChunks = 128;
-bool warp_rows(std::int64_t cols) { return cols % 8 == 0 && cols / 8 <= kWarpRowChunks; }
-int warp_row_cpt(std::int64_t cols) { return cols / 8 <= 32 ? 1 : cols / 8 <= 64 ? 2 : 4; }
-
-template <int CPT>
-__global__ void __launch_bounds__(kRowWarps * 32)
-    rmsnorm_fwd_warp_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
-                            float* __restrict__ rstd, std::int64_t rows, int cols, float eps) {
-  const int lane = threadIdx.x % 32, chunks = cols / 8;
-  const std::int64_t row = std::int64_t(blockIdx.x) * kRowWarps + threadIdx.x / 32;
-  if (row >= rows) return;
-  Packed<8> xp[CPT], wp[CPT];
-  float ss = 0.f;
-#pragma unroll
-  for (int c = 0; c < CPT; ++c)
-    if (lane + 32 * c < chunks) {
-      load_packed<8, false>(x + row * cols + (lane + 32 * c) * 8, xp[c]);
-      load_packed<8, false>(w + (lane + 32 * c) * 8, wp[c]);
-    }
-#pragma unroll
-  for (int c = 0; c < CPT; ++c)
-    if (lane + 32 * c < chunks) {
-      float v[8];
-      unpack<8>(xp[c], v);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) ss += v[i] * v[i];
-    }
-  const float r = rsqrtf(warp_sum(ss) / cols + eps);
-  if (rstd && lane == 0) rstd[row] = r;
-#pragma unroll
-  for (int c = 0; c < CPT; ++c)
-    if (lane + 32 * c < chunks) {
-      float v[8], wf[8];
-      unpack<8>(xp[c], v);
-      unpack<8>(wp[c], wf);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = v[i] * r * wf[i];
-      store_chunk<8>(y + row * cols + (lane + 32 * c) * 8, v);
-    }
-}
-
-// The backward a warp a row: warps loop over rows (the next row's x and dy loaded before this
-// row's reductions), each lane's dw for its columns in registers; the block's warps then sum their
-// dw in shared memory into the block's partial row.
-template <int CPT>
-__global__ void __launch_bounds__(kRowWarps * 32)
-    rmsnorm_bwd_warp_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                            const bf16* __restrict__ dy, bf16* __restrict__ dx, float* __restrict__ partials,
-                            std::int64_t rows, int cols, float eps) {
-  __shared__ float dw_warps[kRowWarps][kWarpRowChunks * 8];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, chunks = cols / 8;
-  const std::int64_t stride = std::int64_t(gridDim.x) * kRowWarps;
-  float dw[CPT][8] = {};
-  Packed<8> wp[CPT], xp[CPT], gp[CPT];
-  auto load_row = [&](std::int64_t row, Packed<8>(&xr)[CPT], Packed<8>(&gr)[CPT]) {
-#pragma unroll
-    for (int c = 0; c < CPT; ++c)
-      if (lane + 32 * c < chunks && row < rows) {
-        load_packed<8>(x + row * cols + (lane + 32 * c) * 8, xr[c]);
-        load_packed<8>(dy + row * cols + (lane + 32 * c) * 8, gr[c]);
-      }
-  };
-#pragma unroll
-  for (int c = 0; c < CPT; ++c)
-    if (lane + 32 * c < chunks) load_packed<8, false>(w + (lane + 32 * c) * 8, wp[c]);
-  const std::int64_t first = std::int64_t(blockIdx.x) * kRowWarps + warp;
-  load_row(first, xp, gp);
-  for (std::int64_t row = first; row < rows; row += stride) {
-    Packed<8> xn[CPT], gn[CPT];
-    load_row(row + stride, xn, gn);  // prefetch
-    float ss = 0.f, dot = 0.f;
-#pragma unroll
-    for (int c = 0; c < CPT; ++c)
-      if (lane + 32 * c < chunks) {
-        float xv[8], gv[8], wv[8];
-        unpack<8>(xp[c], xv), unpack<8>(gp[c], gv), unpack<8>(wp[c], wv);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) ss += xv[i] * xv[i], dot += gv[i] * wv[i] * xv[i];
-      }
-    const float r = rsqrtf(warp_sum(ss) / cols + eps);
-    const float coef = r * r * r * (warp_sum(dot) / cols);
-#pragma unroll
-    for (int c = 0; c < CPT; ++c) {
-      if (lane + 32 * c < chunks) {
-        float xv[8], gv[8], wv[8], out[8];
-        unpack<8>(xp[c], xv), unpack<8>(gp[c], gv), unpack<8>(wp[c], wv);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) out[i] = r * gv[i] * wv[i] - xv[i] * coef, dw[c][i] += gv[i] * xv[i] * r;
-        store_chunk<8>(dx + row * cols + (lane + 32 * c) * 8, out);
-      }
-      xp[c] = xn[c], gp[c] = gn[c];
-    }
-  }
-#pragma unroll
-  for (int c = 0; c < CPT; ++c)
-    if (lane + 32 * c < chunks)
-#pragma unroll
-      for (int i = 0; i < 8; ++i) dw_warps[warp][(lane + 32 * c) * 8 + i] = dw[c][i];
-  __syncthreads();
-  for (int col = threadIdx.x; col < cols; col += blockDim.x) {
-    float t = 0.f;
-#pragma unroll
-    for (int k = 0; k < kRowWarps; ++k) t += dw_warps[k][col];
-    partials[std::int64_t(blockIdx.x) * cols + col] = t;
-  }
-}
-
-// Blocks loop over rows so that each thread's dw partial (its chunks' columns) stays in registers;
-// the next row's x and dy are loaded before this row's reductions, so loads overlap the barriers.
-template <int VEC, int CPT>
-__global__ void rmsnorm_bwd_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                   const bf16* __restrict__ dy, bf16* __restrict__ dx,
-                                   float* __restrict__ partials, std::int64_t rows, int cols, float eps) {
-  __shared__ float scratch[32];
+// Row groups (blocks or warps) loop over rows so that each thread's dw partial (its chunks'
+// columns) stays in registers; the next row's x and dy are loaded before this row's reductions, so
+// loads overlap the reductions. Each block then writes its partial dw row.
+template <class G, int VEC, int CPT>
+__device__ __forceinline__ void rmsnorm_bwd_rows(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                                 const bf16* __restrict__ dy, bf16* __restrict__ dx,
+                                                 float* __restrict__ partials, std::int64_t rows, int cols,
+                                                 float eps) {
   const int chunks = cols / VEC;
   float dw[CPT][VEC] = {};
   Packed<VEC> wp[CPT], xp[CPT], gp[CPT];
   auto load_row = [&](std::int64_t row, Packed<VEC> (&xr)[CPT], Packed<VEC> (&gr)[CPT]) {
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
-      int idx = threadIdx.x + c * blockDim.x;
+      const int idx = G::lane() + c * G::width();
       if (idx < chunks && row < rows) {
         load_packed<VEC>(x + row * cols + idx * VEC, xr[c]);
         load_packed<VEC>(dy + row * cols + idx * VEC, gr[c]);
@@ -264,18 +213,18 @@ __global__ void rmsnorm_bwd_kernel(const bf16* __restrict__ x, const bf16* __res
   };
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
-    int idx = threadIdx.x + c * blockDim.x;
+    const int idx = G::lane() + c * G::width();
     if (idx < chunks) load_packed<VEC, false>(w + idx * VEC, wp[c]);
   }
-  load_row(blockIdx.x, xp, gp);
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const std::int64_t first = G::first(), stride = G::stride();
+  load_row(first, xp, gp);
+  for (std::int64_t row = first; row < rows; row += stride) {
     Packed<VEC> xn[CPT], gn[CPT];
-    load_row(row + gridDim.x, xn, gn);  // prefetch
+    load_row(row + stride, xn, gn);  // prefetch
     float ss = 0.f, dot = 0.f;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
-      int idx = threadIdx.x + c * blockDim.x;
-      if (idx < chunks) {
+      if (G::lane() + c * G::width() < chunks) {
         float xv[VEC], gv[VEC], wv[VEC];
         unpack<VEC>(xp[c], xv), unpack<VEC>(gp[c], gv), unpack<VEC>(wp[c], wv);
 #pragma unroll
@@ -285,11 +234,11 @@ __global__ void rmsnorm_bwd_kernel(const bf16* __restrict__ x, const bf16* __res
         }
       }
     }
-    const float r = rsqrtf(block_reduce<false>(ss, scratch) / cols + eps);
-    const float coef = r * r * r * (block_reduce<false>(dot, scratch) / cols);
+    const float r = rsqrtf(G::sum(ss) / cols + eps);
+    const float coef = r * r * r * (G::sum(dot) / cols);
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
-      int idx = threadIdx.x + c * blockDim.x;
+      const int idx = G::lane() + c * G::width();
       if (idx < chunks) {
         float xv[VEC], gv[VEC], wv[VEC], out[VEC];
         unpack<VEC>(xp[c], xv), unpack<VEC>(gp[c], gv), unpack<VEC>(wp[c], wv);
@@ -303,14 +252,41 @@ __global__ void rmsnorm_bwd_kernel(const bf16* __restrict__ x, const bf16* __res
       xp[c] = xn[c], gp[c] = gn[c];
     }
   }
-#pragma unroll
-  for (int c = 0; c < CPT; ++c) {
-    int idx = threadIdx.x + c * blockDim.x;
-    if (idx < chunks)
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) partials[std::int64_t(blockIdx.x) * cols + idx * VEC + i] = dw[c][i];
-  }
+  G::template store_dw<VEC, CPT>(dw, partials, cols);
 }
+
+// The kernels, each with the launch bounds of its launches: the block kernels none (ptxas's own
+// register choice, which ran fastest), except the backward at 2 and 4 chunks a thread (rows over
+// 8192 elements, 1024 threads: 64 registers a thread at most, or the launch does not fit an SM;
+// unbounded they took 95 and 160); the warp-a-row kernels blocks of kRowWarps warps.
+#define RAFTER_RMSNORM_FWD_ARGS                                                                           \
+  const bf16 *__restrict__ x, const bf16 *__restrict__ w, bf16 *__restrict__ y, float *__restrict__ rstd, \
+      std::int64_t rows, int cols, float eps
+#define RAFTER_RMSNORM_BWD_ARGS                                                        \
+  const bf16 *__restrict__ x, const bf16 *__restrict__ w, const bf16 *__restrict__ dy, \
+      bf16 *__restrict__ dx, float *__restrict__ partials, std::int64_t rows, int cols, float eps
+template <int VEC, int CPT>
+__global__ void rmsnorm_fwd_kernel(RAFTER_RMSNORM_FWD_ARGS) {
+  rmsnorm_fwd_rows<BlockRow, VEC, CPT>(x, w, y, rstd, rows, cols, eps);
+}
+template <int CPT>
+__global__ void __launch_bounds__(kRowWarps * 32) rmsnorm_fwd_warp_kernel(RAFTER_RMSNORM_FWD_ARGS) {
+  rmsnorm_fwd_rows<WarpRow, 8, CPT>(x, w, y, rstd, rows, cols, eps);
+}
+template <int VEC>
+__global__ void rmsnorm_bwd_kernel(RAFTER_RMSNORM_BWD_ARGS) {
+  rmsnorm_bwd_rows<BlockRow, VEC, 1>(x, w, dy, dx, partials, rows, cols, eps);
+}
+template <int VEC, int CPT>
+__global__ void __launch_bounds__(1024) rmsnorm_bwd_wide_kernel(RAFTER_RMSNORM_BWD_ARGS) {
+  rmsnorm_bwd_rows<BlockRow, VEC, CPT>(x, w, dy, dx, partials, rows, cols, eps);
+}
+template <int CPT>
+__global__ void __launch_bounds__(kRowWarps * 32) rmsnorm_bwd_warp_kernel(RAFTER_RMSNORM_BWD_ARGS) {
+  rmsnorm_bwd_rows<WarpRow, 8, CPT>(x, w, dy, dx, partials, rows, cols, eps);
+}
+#undef RAFTER_RMSNORM_FWD_ARGS
+#undef RAFTER_RMSNORM_BWD_ARGS
 
 // dw[c] = Σ_p partials[p, c]: 32 columns per block (coalesced 128-byte rows), 8 warps splitting
 // the partial rows, combined in shared memory.
@@ -422,13 +398,12 @@ void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, float* rstd, std::int64_
           <<<unsigned((rows + kRowWarps - 1) / kRowWarps), kRowWarps * 32, 0, stream>>>(x, w, y, rstd, rows,
                                                                                         int(cols), eps);
     });
-    RAFTER_CUDA_LAUNCH_CHECK("rmsnorm_fwd_warp_kernel");
-    return;
+  } else {
+    RowLaunch l = plan_row(cols);
+    dispatch_row(l, [&]<int VEC, int CPT>() {
+      rmsnorm_fwd_kernel<VEC, CPT><<<rows, l.threads, 0, stream>>>(x, w, y, rstd, rows, int(cols), eps);
+    });
   }
-  RowLaunch l = plan_row(cols);
-  dispatch_row(l, [&]<int VEC, int CPT>() {
-    rmsnorm_fwd_kernel<VEC, CPT><<<rows, l.threads, 0, stream>>>(x, w, y, rstd, int(cols), eps);
-  });
   RAFTER_CUDA_LAUNCH_CHECK("rmsnorm_fwd_kernel");
 }
 
@@ -445,16 +420,19 @@ void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* 
       rmsnorm_bwd_warp_kernel<CPT>
           <<<blocks, kRowWarps * 32, 0, stream>>>(x, w, dy, dx, partials, rows, int(cols), eps);
     });
-    RAFTER_CUDA_LAUNCH_CHECK("rmsnorm_bwd_warp_kernel");
   } else {
     RowLaunch l = plan_row(cols, /*wide=*/true);
     blocks = static_cast<int>(std::min<std::int64_t>(rows, kBwdBlocks));
     dispatch_row(l, [&]<int VEC, int CPT>() {
-      rmsnorm_bwd_kernel<VEC, CPT>
-          <<<blocks, l.threads, 0, stream>>>(x, w, dy, dx, partials, rows, int(cols), eps);
+      if constexpr (CPT == 1)
+        rmsnorm_bwd_kernel<VEC>
+            <<<blocks, l.threads, 0, stream>>>(x, w, dy, dx, partials, rows, int(cols), eps);
+      else
+        rmsnorm_bwd_wide_kernel<VEC, CPT>
+            <<<blocks, l.threads, 0, stream>>>(x, w, dy, dx, partials, rows, int(cols), eps);
     });
-    RAFTER_CUDA_LAUNCH_CHECK("rmsnorm_bwd_kernel");
   }
+  RAFTER_CUDA_LAUNCH_CHECK("rmsnorm_bwd_kernel");
   column_sum_kernel<<<(cols + 31) / 32, dim3(32, 8), 0, stream>>>(partials, dw, blocks, int(cols));
   RAFTER_CUDA_LAUNCH_CHECK("column_sum_kernel");
 }
