@@ -203,8 +203,12 @@ void run_profile(const ProfileArgs& a) {
   run.conditions["quick"] = a.quick;
   if (ranks.size() > 1) run.conditions["ranks"] = {{"size", ranks.size()}, {"launcher", ranks.info().launcher}};
   if (a.counters) run.conditions["counters"] = counters_condition(run, a.device);
-  // One operator that does not fit the device is a size that does not fit: one line, exit 2.
-  if (!a.op.empty() && run.records.size() == 1 && run.records.front().status == RecordStatus::DoesNotFit)
+  // One operator that does not fit the device is a size that does not fit, and one that no backend
+  // of the device runs (in its precision, or at its shape) an operator the device lacks: one line
+  // naming why, exit 2. In a model step such records are listed and the rest run.
+  if (!a.op.empty() && run.records.size() == 1 &&
+      (run.records.front().status == RecordStatus::DoesNotFit ||
+       run.records.front().status == RecordStatus::NoBackend))
     throw InputError(run.records.front().note);
   emit(out, run, false);
   if (run.conditions.contains("comm_error"))  // finished records are written; the run still failed

@@ -86,6 +86,47 @@ TEST(BackendsCuda, NoGpuBackendMeansNoBackendNeverCpu) {
   EXPECT_FALSE(r.time.has_value());
 }
 
+// A shape past a GPU kernel's limits has no backend, and the record's note names the limit (no GPU
+// needed: nothing runs). Within the limits the same operators have their backend.
+TEST(BackendsCuda, AShapePastAKernelsLimitsNamesIt) {
+  ExecContext ctx;
+  ctx.device = "cuda:0";
+  const struct {
+    OpInstance inst;
+    const char* limit;
+  } past[] = {
+      {instance("rmsnorm", "bf16", {{"tokens", 3}, {"hidden", 32769}}), "cuda.native: a row of 32769 values"},
+      {instance("rmsnorm", "bf16", {{"tokens", 3}, {"hidden", 4097}}, "bwd"), "4096 otherwise"},
+      {instance("softmax", "bf16", {{"rows", 3}, {"cols", 40000}}), "cuda.native: a row of 40000"},
+      {instance("rope", "bf16", {{"tokens", 5}, {"heads", 3}, {"head_dim", 8}, {"seq", 3}}),
+       "multiple of 16, got 8"},
+      {instance("embedding", "bf16", {{"tokens", 9}, {"hidden", 7}, {"vocab", 3}}), "multiple of 8, got 7"},
+      {instance("gemm", "fp8_e4m3", {{"m", 7}, {"n", 9}, {"k", 13}, {"batch", 1}}),
+       "cuda.cublaslt: FP8 GEMMs need"},
+      {instance("attention_backward", "bf16",
+                {{"batch", 1}, {"seq", 64}, {"heads", 2}, {"kv_heads", 2}, {"head_dim", 96}, {"causal", 1}},
+                "bwd"),
+       "cuda.cudnn: rafter builds cuDNN's SDPA for head_dim 64 and 128, got 96"},
+      {instance("gla_decode", "bf16", {{"batch", 2}, {"heads", 2}, {"head_dim_k", 16}, {"head_dim_v", 9}}),
+       "cuda.gla: the decode kernel needs head_dim_v a multiple of 4"},
+  };
+  for (const auto& c : past) {
+    const auto r = profile_instance(c.inst, ctx, {});
+    EXPECT_EQ(r.status, rafter::RecordStatus::NoBackend) << c.inst.op;
+    EXPECT_NE(r.note.find("at this shape"), std::string::npos) << r.note;
+    EXPECT_NE(r.note.find(c.limit), std::string::npos) << r.note;
+  }
+  EXPECT_EQ(backend_for(instance("rmsnorm", "bf16", {{"tokens", 3}, {"hidden", 32768}})), "cuda.native");
+  EXPECT_EQ(backend_for(instance("softmax", "bf16", {{"rows", 3}, {"cols", 4095}})), "cuda.native");
+  EXPECT_EQ(
+      backend_for(instance("rope", "bf16", {{"tokens", 5}, {"heads", 3}, {"head_dim", 64}, {"seq", 3}})),
+      "cuda.native");
+  // A precision no backend runs: no shape is blamed.
+  const auto r = profile_instance(
+      instance("gemm", "fp8_e5m2", {{"m", 64}, {"n", 64}, {"k", 64}, {"batch", 1}}), ctx, {});
+  EXPECT_EQ(r.note.find("at this shape"), std::string::npos) << r.note;
+}
+
 TEST(BackendsCuda, ProfileOnCudaWithoutGpuSaysSoAndExits2) {
   if (rafter::gpu::device_count() > 0) GTEST_SKIP() << "a GPU is present";
   std::string cmd = std::string(RAFTER_BINARY) + " profile --device cuda --op rmsnorm 2>&1";

@@ -54,6 +54,9 @@ std::vector<Case> cases() {
       {"swiglu", "bwd", "bf16", {{"tokens", 7}, {"ffn", 203}}},
       {"softmax", "fwd", "bf16", {{"rows", 16}, {"cols", 4096}}},
       {"softmax", "fwd", "bf16", {{"rows", 16}, {"cols", 300}}},
+      // more queries than keys under a causal mask: the first seq - kv_seq rows see no key (zeros)
+      {"attention_softmax", "fwd", "bf16",
+       {{"batch", 1}, {"seq", 40}, {"kv_seq", 5}, {"heads", 2}, {"head_dim", 64}, {"causal", 1}}},
       {"attention_softmax", "fwd", "bf16", softmax},
       {"rope", "fwd", "bf16", {{"tokens", 12}, {"heads", 3}, {"head_dim", 128}, {"seq", 7}}},
       {"rope", "bwd", "bf16", {{"tokens", 12}, {"heads", 3}, {"head_dim", 64}, {"seq", 7}}},

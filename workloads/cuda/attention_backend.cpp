@@ -186,7 +186,14 @@ class UnfusedAttentionBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.unfused"; }
   bool supports(const OpInstance& i) const override {
-    return (i.op == "attention_prefill" || i.op == "attention_decode") && i.precision == "bf16";
+    return (i.op == "attention_prefill" || i.op == "attention_decode") && i.precision == "bf16" &&
+           shape_limit(i).empty();
+  }
+  std::string shape_limit(const OpInstance& i) const override {  // each score row in one softmax
+    if (i.precision != "bf16") return {};
+    if (i.op == "attention_prefill") return row_kernel_limit(shape_value(i, "seq", 0));
+    if (i.op == "attention_decode") return row_kernel_limit(shape_value(i, "kv_len", 0));
+    return {};
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();

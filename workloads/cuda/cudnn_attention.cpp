@@ -102,8 +102,11 @@ Dims dims_of(const OpInstance& in) {
   return a;
 }
 
+// cuDNN's message up to its first line break: past it, some messages dump the graph as JSON.
 void check_fe(fe::error_t e, const char* what) {
-  if (!e.is_good()) throw InputError(fmt::format("cuDNN SDPA {}: {}", what, e.get_message()));
+  if (e.is_good()) return;
+  const std::string message = e.get_message();
+  throw InputError(fmt::format("cuDNN SDPA {}: {}", what, message.substr(0, message.find('\n'))));
 }
 
 // One handle and one graph cache for the process, on the device current at first use. The CUDA
@@ -455,13 +458,27 @@ class CudnnAttentionBackend : public CudaBackend {
   std::string name() const override { return "cuda.cudnn"; }
   int priority() const override { return 20; }  // ahead of the unfused path (cuda.unfused)
   bool supports(const OpInstance& i) const override {
+    return (i.op == "attention_prefill" || i.op == "attention_backward") &&
+           (i.precision == "bf16" || i.precision == "fp8_e4m3") && shape_limit(i).empty();
+  }
+  std::string shape_limit(const OpInstance& i) const override {
+    if ((i.op != "attention_prefill" && i.op != "attention_backward") ||
+        (i.precision != "bf16" && i.precision != "fp8_e4m3"))
+      return {};
     const auto d = shape_value(i, "head_dim", 0);
-    const bool precision = i.precision == "bf16" || i.precision == "fp8_e4m3";
     // cuDNN 9's FP8 backward on sm_90 takes head dim 128 only (its validate() refuses 64: "hidden_dim
-    // shoud be equal to 128", seen with cuDNN 9.14 on an H100); other shapes get no backend.
-    if (i.op == "attention_backward" && i.precision == "fp8_e4m3" && d != 128) return false;
-    return (i.op == "attention_prefill" || i.op == "attention_backward") && precision &&
-           (d == 64 || d == 128);
+    // shoud be equal to 128", seen with cuDNN 9.14 on an H100).
+    if (i.op == "attention_backward" && i.precision == "fp8_e4m3" && d != 128)
+      return fmt::format("cuDNN's FP8 backward on sm_90 takes head_dim 128 only, got {}", d);
+    if (d != 64 && d != 128)
+      return fmt::format("rafter builds cuDNN's SDPA for head_dim 64 and 128, got {}", d);
+    // One token: cuDNN 9.14's backward refuses it in validate() ("s_q = s_kv = 1 is not supported"),
+    // and its FP8 forward has no engine for it (seen on an H200).
+    if (shape_value(i, "seq", 0) == 1 && (i.op == "attention_backward" || i.precision == "fp8_e4m3"))
+      return "cuDNN's SDPA on sm_90 has no " +
+             std::string(i.op == "attention_backward" ? "backward" : "FP8 forward") +
+             " for a sequence of one token";
+    return {};
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();

@@ -218,9 +218,12 @@ class CublasLtGemmBackend : public CudaBackend {
   std::string name() const override { return "cuda.cublaslt"; }
   int priority() const override { return 10; }
   bool supports(const OpInstance& inst) const override {
-    if (inst.op != "gemm" || !lt_precision(inst.precision)) return false;
+    return inst.op == "gemm" && lt_precision(inst.precision) && shape_limit(inst).empty();
+  }
+  std::string shape_limit(const OpInstance& inst) const override {
+    if (inst.op != "gemm" || !lt_precision(inst.precision)) return {};
     std::string note;
-    return gemm_shape_problem(spec_of(inst, &note)).empty();
+    return gemm_shape_problem(spec_of(inst, &note));
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();

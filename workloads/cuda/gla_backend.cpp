@@ -40,6 +40,17 @@ class CudaGlaBackend : public CudaBackend {
       return gla_decode_supports(shape_value(i, "head_dim_k", 0), shape_value(i, "head_dim_v", 0));
     return false;
   }
+  std::string shape_limit(const OpInstance& i) const override {
+    if (!gla_precision(i.precision)) return {};
+    if (i.op == "gla_chunked" && (i.phase == "fwd" || i.phase == "bwd") &&
+        !gla_chunked_supports(chunked_shape(i)))
+      return "the chunked kernels need head dims multiples of 16 and a chunk a multiple of 16 up to 64 that "
+             "divides seq";
+    if (i.op == "gla_decode" &&
+        !gla_decode_supports(shape_value(i, "head_dim_k", 0), shape_value(i, "head_dim_v", 0)))
+      return "the decode kernel needs head_dim_v a multiple of 4";
+    return {};
+  }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();
     recording_failures(record, [&] {

@@ -8,10 +8,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace rafter::workloads::cuda {
 
 using bf16 = __nv_bfloat16;
+
+// The shapes the kernels below take, as their launchers check them: "" when they take it, else why
+// not (the backend then reports the shape as having no backend, naming this).
+// The row kernels (RMSNorm, softmax) hold a row in registers: 32768 values (a multiple of 8), 4096
+// otherwise.
+std::string row_kernel_limit(std::int64_t cols);
+std::string rope_limit(std::int64_t head_dim);     // head dims that are multiples of 16
+std::string embedding_limit(std::int64_t hidden);  // rows of 16-byte vectors
 
 // y = x · rsqrt(mean(x²) + eps) · w, rows of `cols`; rstd (nullable) receives the per-row factor.
 void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, float* rstd, std::int64_t rows,

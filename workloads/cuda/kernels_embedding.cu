@@ -65,7 +65,8 @@ std::size_t embedding_bwd_workspace_bytes(std::int64_t tokens) {
 
 void embedding_bwd_sorted(const std::int32_t* ids, const bf16* dout, float* dtable, std::int64_t tokens,
                           std::int64_t hidden, std::int64_t vocab, void* workspace, cudaStream_t stream) {
-  if (hidden % kColsPerThread) throw InputError("embedding: hidden must be a multiple of 8");
+  static_assert(kColsPerThread == 8, "embedding_limit's multiple");
+  if (std::string why = embedding_limit(hidden); !why.empty()) throw InputError(why);
   auto* base = static_cast<char*>(workspace);
   auto* positions = reinterpret_cast<std::int32_t*>(base);
   auto* sorted_ids = positions + tokens;

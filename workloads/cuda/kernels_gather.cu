@@ -363,10 +363,19 @@ void require(bool ok, const char* what) {
 
 }  // namespace
 
+std::string rope_limit(std::int64_t head_dim) {
+  return head_dim % 16 == 0 ? std::string()
+                            : "RoPE needs head_dim a multiple of 16, got " + std::to_string(head_dim);
+}
+std::string embedding_limit(std::int64_t hidden) {
+  return hidden % 8 == 0 ? std::string()
+                         : "the embedding needs hidden a multiple of 8, got " + std::to_string(hidden);
+}
+
 void rope_fwd(const bf16* q, const bf16* k, bf16* q_out, bf16* k_out, std::int64_t tokens, std::int64_t seq,
               std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_dim, float base, bool inverse,
               cudaStream_t stream) {
-  require(head_dim % 16 == 0, "rope: head_dim must be a multiple of 16");
+  if (std::string why = rope_limit(head_dim); !why.empty()) throw InputError(why);
   require(tokens < (std::int64_t(1) << 31), "rope: more than 2^31 - 1 tokens");
   const std::int64_t items = (q_heads + (k ? kv_heads : 0)) * (head_dim / 16);
   require(items <= (std::int64_t(1) << 30), "rope: more than 2^30 vectors per token");
@@ -381,7 +390,7 @@ void rope_fwd(const bf16* q, const bf16* k, bf16* q_out, bf16* k_out, std::int64
 
 void embedding_fwd(const std::int32_t* ids, const bf16* table, bf16* out, std::int64_t tokens,
                    std::int64_t hidden, cudaStream_t stream) {
-  require(hidden % 8 == 0, "embedding: hidden must be a multiple of 8");
+  if (std::string why = embedding_limit(hidden); !why.empty()) throw InputError(why);
   const std::int64_t row_vecs = hidden / 8, most = (std::int64_t(1) << 31) - 1;
   require(row_vecs == 0 || tokens <= most / row_vecs,
           "embedding: the output must hold fewer than 2^31 16-byte vectors (32 GiB)");

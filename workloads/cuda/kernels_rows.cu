@@ -46,11 +46,9 @@ RowLaunch plan_row(std::int64_t cols, bool wide = false) {
   std::int64_t chunks = cols / l.vec;
   const std::int64_t per = wide ? 1024 : 256;
   l.cpt = chunks <= per ? 1 : chunks <= 2 * per ? 2 : 4;
-  std::int64_t threads = (chunks + l.cpt - 1) / l.cpt;
+  if (std::string why = row_kernel_limit(cols); !why.empty()) throw InputError(why);
+  std::int64_t threads = (chunks + l.cpt - 1) / l.cpt;  // at most 1024 within the limit
   threads = (threads + 31) / 32 * 32;
-  if (threads > 1024)
-    throw InputError("row of " + std::to_string(cols) + " elements is longer than the register-held " +
-                     "limit (32768 for lengths multiple of 8, 4096 otherwise)");
   l.threads = static_cast<int>(threads);
   return l;
 }
@@ -316,6 +314,13 @@ __global__ void softmax_kernel(const bf16* __restrict__ x, bf16* __restrict__ y,
   const std::int64_t row = blockIdx.x;
   const int chunks = cols / VEC;
   const int limit = causal ? int(row % q_len) + (cols - q_len) : cols - 1;  // last visible column
+  if (limit < 0) {  // more queries than keys: the first q_len - cols see none, and get zeros
+    for (int idx = threadIdx.x; idx < chunks; idx += blockDim.x) {
+      float z[VEC] = {};
+      store_chunk<VEC>(y + row * cols + idx * VEC, z);
+    }
+    return;
+  }
   float v[CPT][VEC];
   float mx = -INFINITY;
 #pragma unroll
@@ -390,6 +395,12 @@ std::int64_t warp_bwd_blocks(std::int64_t rows) {
 
 }  // namespace
 
+std::string row_kernel_limit(std::int64_t cols) {
+  if (cols <= (cols % 8 == 0 ? 32768 : 4096)) return {};
+  return "a row of " + std::to_string(cols) + " values is longer than the row kernels hold in registers " +
+         "(32768 values when a multiple of 8, 4096 otherwise)";
+}
+
 void rmsnorm_fwd(const bf16* x, const bf16* w, bf16* y, float* rstd, std::int64_t rows, std::int64_t cols,
                  float eps, cudaStream_t stream) {
   if (warp_rows(cols)) {
@@ -439,7 +450,7 @@ void rmsnorm_bwd(const bf16* x, const bf16* w, const bf16* dy, bf16* dx, float* 
 
 void softmax_fwd(const bf16* x, bf16* y, std::int64_t rows, std::int64_t cols, std::int64_t q_len, float scale,
                  bool causal, cudaStream_t stream) {
-  if (causal && (q_len <= 0 || q_len > cols)) throw InputError("causal softmax needs 0 < q_len <= cols");
+  if (causal && q_len <= 0) throw InputError("causal softmax needs q_len > 0");
   RowLaunch l = plan_row(cols);
   float scale_log2 = scale * 1.4426950408889634f;
   dispatch_row(l, [&]<int VEC, int CPT>() {

@@ -130,7 +130,16 @@ class CudaNativeBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.native"; }
   bool supports(const OpInstance& inst) const override {
-    return inst.precision == "bf16" && binds().count(inst.op) > 0;
+    return inst.precision == "bf16" && binds().count(inst.op) > 0 && shape_limit(inst).empty();
+  }
+  std::string shape_limit(const OpInstance& i) const override {
+    if (i.precision != "bf16") return {};
+    if (i.op == "rmsnorm") return row_kernel_limit(shape_value(i, "hidden", 0));
+    if (i.op == "softmax") return row_kernel_limit(shape_value(i, "cols", 0));
+    if (i.op == "attention_softmax") return row_kernel_limit(shape_value(i, "kv_seq", 0));
+    if (i.op == "rope") return rope_limit(shape_value(i, "head_dim", 0));
+    if (i.op == "embedding") return embedding_limit(shape_value(i, "hidden", 0));
+    return {};
   }
   void execute(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) override {
     record.backend = name();

@@ -43,7 +43,10 @@ OpInstance shrink(const OpInstance& full) {
   OpInstance s = full;
   s.shape["batch"] = detail::check_dim(full.shape.at("batch"), 2);
   s.shape["seq"] = detail::check_dim(full.shape.at("seq"), 40);
-  s.shape["kv_seq"] = std::max(s.shape["seq"], detail::check_dim(full.shape.at("kv_seq"), 48));
+  // Fewer keys than queries stays so (under a causal mask the first seq - kv_seq queries see no key).
+  const std::int64_t kv = full.shape.at("kv_seq");
+  s.shape["kv_seq"] = kv >= full.shape.at("seq") ? std::max(s.shape["seq"], detail::check_dim(kv, 48))
+                                                 : std::min(kv, s.shape["seq"] - 1);
   if (full.shape.count("kv_heads")) {
     detail::check_gqa_heads(s, full, 2);
   } else {

@@ -1,8 +1,10 @@
 // The operator and backend registries, instance validation, the output comparison used by every
 // correctness check, and profile_instance (catalogue cost + backend check and timing).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "rafter/collector/error.hpp"
 #include "rafter/workloads/backend.hpp"
@@ -198,6 +200,12 @@ OperatorRecord profile_instance(const OpInstance& inst, const ExecContext& ctx,
     r.note = op.is_collective() ? fmt::format("no {} backend runs {} in {} (MPI collectives: under mpirun, fp32/bf16)",
                                               kind, n.op, n.precision)
                                 : fmt::format("no {} backend runs {} in {}", kind, n.op, n.precision);
+    std::vector<std::string> limits;  // backends that run the operator, but not at this shape
+    for (const Backend* b : BackendRegistry::instance().all())
+      if (b->device_kind() == kind)
+        if (std::string why = b->shape_limit(n); !why.empty())
+          limits.push_back(fmt::format("{}: {}", b->name(), why));
+    if (!limits.empty()) r.note += fmt::format(" at this shape ({})", fmt::join(limits, "; "));
     return r;
   }
   r.backend = backend->name();

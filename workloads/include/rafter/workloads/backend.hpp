@@ -36,6 +36,14 @@ class Backend {
   virtual std::string device_kind() const = 0;  // "cpu" or "cuda"
   virtual int priority() const { return 0; }    // higher wins when several support an instance
   virtual bool supports(const OpInstance& inst) const = 0;
+  // Why the backend does not run `inst` though it runs its operator in its precision: a shape past
+  // its kernels' limits, one line ("" when it runs it, or never runs that operator and precision).
+  // A backend with such limits keeps supports() false for those shapes; the record's no-backend
+  // note quotes this.
+  virtual std::string shape_limit(const OpInstance& inst) const {
+    (void)inst;
+    return {};
+  }
   // Checks (record.check) and times (record.time, record.clocks) one instance; sets backend,
   // emulated_via (the precision its work ran on, where not its own: profile_instance then marks the
   // record emulated) and details (algorithm, flush policy). Leaves FLOPs/bytes to the caller.
