@@ -126,7 +126,7 @@ OperatorRecord plan_on_device(const OpInstance& inst, const std::string& device,
   Backend* backend = backend_for(inst, device);
   if (!backend) {
     r.status = RecordStatus::NoBackend;
-    r.note = fmt::format("no {} backend runs {} in {}", device, inst.op, r.precision);
+    r.note = no_backend_note(inst, device);
     return r;
   }
   r.backend = backend->name();

@@ -43,6 +43,9 @@ TEST(BackendsCuda, GemmPrecisionsRunOnCublasLt) {
     for (const char* phase : {"fwd", "bwd_input", "bwd_weight"})
       EXPECT_EQ(backend_for(instance("gemm", p, s, phase)), "cuda.cublaslt") << p << " " << phase;
   EXPECT_EQ(backend_for(instance("gemm", "fp8_e5m2", s)), "none");  // no E5M2×E5M2 in cuBLASLt
+  // Decode's few tokens: m is free in FP8 (cuBLAS's n), n and k stay multiples of 16.
+  EXPECT_EQ(backend_for(instance("gemm", "fp8_e4m3", {{"m", 1}, {"n", 4096}, {"k", 4096}, {"batch", 1}})),
+            "cuda.cublaslt");
   // FP4: cuBLASLt's block-scaled GEMM on sm_100+ (MXFP4 where it offers one), else emulated;
   // batches and K not a multiple of 32 stay emulated everywhere.
   const bool native = blackwell_present();

@@ -72,6 +72,8 @@ TEST(GemmSpecCuda, TypesPerPrecision) {
 TEST(GemmSpecCuda, ShapeRules) {
   GemmSpec s = linear_pass_spec("fwd", 16, 4096, 4096, "fp8_e4m3");
   EXPECT_EQ(gemm_shape_problem(s), "");
+  s.m = 1;  // decode: any number of tokens
+  EXPECT_EQ(gemm_shape_problem(s), "");
   s.k = 4100;  // not a multiple of 16
   EXPECT_NE(gemm_shape_problem(s), "");
   GemmSpec nn = linear_pass_spec("bwd_input", 64, 64, 64, "fp8_e4m3");

@@ -177,6 +177,22 @@ Backend* backend_for(const OpInstance& inst, std::string_view device) {
   return BackendRegistry::instance().find(kind, normalize_instance(op, inst));
 }
 
+std::string no_backend_note(const OpInstance& inst, std::string_view device) {
+  const std::string kind(device.rfind("cuda", 0) == 0 ? std::string_view("cuda") : device);
+  std::string note =
+      OperatorRegistry::instance().get(inst.op).is_collective()
+          ? fmt::format("no {} backend runs {} in {} (MPI collectives: under mpirun, fp32/bf16)", kind,
+                        inst.op, inst.precision)
+          : fmt::format("no {} backend runs {} in {}", kind, inst.op, inst.precision);
+  std::vector<std::string> limits;  // backends that run the operator, but not at this shape
+  for (const Backend* b : BackendRegistry::instance().all())
+    if (b->device_kind() == kind)
+      if (std::string why = b->shape_limit(inst); !why.empty())
+        limits.push_back(fmt::format("{}: {}", b->name(), why));
+  if (!limits.empty()) note += fmt::format(" at this shape ({})", fmt::join(limits, "; "));
+  return note;
+}
+
 namespace {
 // A time measured on a slice, scaled to the full instance (every statistic by the same factor).
 void scale_time(OperatorRecord& r, const ScaledFrom& s) {
@@ -195,17 +211,8 @@ OperatorRecord profile_instance(const OpInstance& inst, const ExecContext& ctx,
   r.device = ctx.device;
   Backend* backend = backend_for(n, ctx.device);
   if (!backend) {
-    const std::string kind = ctx.device.rfind("cuda", 0) == 0 ? "cuda" : ctx.device;
     r.status = RecordStatus::NoBackend;
-    r.note = op.is_collective() ? fmt::format("no {} backend runs {} in {} (MPI collectives: under mpirun, fp32/bf16)",
-                                              kind, n.op, n.precision)
-                                : fmt::format("no {} backend runs {} in {}", kind, n.op, n.precision);
-    std::vector<std::string> limits;  // backends that run the operator, but not at this shape
-    for (const Backend* b : BackendRegistry::instance().all())
-      if (b->device_kind() == kind)
-        if (std::string why = b->shape_limit(n); !why.empty())
-          limits.push_back(fmt::format("{}: {}", b->name(), why));
-    if (!limits.empty()) r.note += fmt::format(" at this shape ({})", fmt::join(limits, "; "));
+    r.note = no_backend_note(n, ctx.device);
     return r;
   }
   r.backend = backend->name();

@@ -86,6 +86,9 @@ OperatorRecord planned_record(const OpInstance& inst, const std::vector<MemoryLe
 
 // The backend that would run `inst` on `device` ("cpu", "cuda:N"), or nullptr; nothing runs.
 Backend* backend_for(const OpInstance& inst, std::string_view device);
+// Why no backend of `device` runs the (normalized) instance: its precision, or the shape limits of
+// the backends that run its operator in that precision (Backend::shape_limit). One line.
+std::string no_backend_note(const OpInstance& inst, std::string_view device);
 
 // Fills a record for `inst` on `ctx.device`: catalogue cost (FLOPs, bytes), then the backend's
 // check and timing; status NoBackend (and a note) when no backend of that device runs it. Device
