@@ -126,6 +126,9 @@ TEST(ProfileCli, BadInputIsOneLineAndExitTwo) {
   expect_bad_input("profile --op gemm --dtype fp32 --m 1048576 --n 1048576 --k 65536", "GiB");
   // One operator that no backend of the device runs: one line that says so (a model step lists it).
   expect_bad_input("profile --device cpu --op all_reduce --dtype bf16", "no cpu backend runs all_reduce");
+#if !RAFTER_HAVE_CUDA
+  expect_bad_input("profile --device cuda --op rmsnorm", "built without CUDA");
+#endif
   const fs::path broken = temp_dir() / "broken.json";
   std::ofstream(broken) << R"({"name": "broken", "hidden": 4096, "heads": 32, "kv_heads": 32,
                               "ffn": 11008, "layers": 32, "vocab": 32000})";

@@ -179,13 +179,17 @@ Backend* backend_for(const OpInstance& inst, std::string_view device) {
 
 std::string no_backend_note(const OpInstance& inst, std::string_view device) {
   const std::string kind(device.rfind("cuda", 0) == 0 ? std::string_view("cuda") : device);
+  const auto backends = BackendRegistry::instance().all();
+  if (kind == "cuda" && std::none_of(backends.begin(), backends.end(),
+                                     [](const Backend* b) { return b->device_kind() == "cuda"; }))
+    return "no cuda backend: this rafter was built without CUDA (configure with -DRAFTER_CUDA=ON)";
   std::string note =
       OperatorRegistry::instance().get(inst.op).is_collective()
           ? fmt::format("no {} backend runs {} in {} (MPI collectives: under mpirun, fp32/bf16)", kind,
                         inst.op, inst.precision)
           : fmt::format("no {} backend runs {} in {}", kind, inst.op, inst.precision);
   std::vector<std::string> limits;  // backends that run the operator, but not at this shape
-  for (const Backend* b : BackendRegistry::instance().all())
+  for (const Backend* b : backends)
     if (b->device_kind() == kind)
       if (std::string why = b->shape_limit(inst); !why.empty())
         limits.push_back(fmt::format("{}: {}", b->name(), why));
