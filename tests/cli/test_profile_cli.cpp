@@ -126,6 +126,7 @@ TEST(ProfileCli, BadInputIsOneLineAndExitTwo) {
   expect_bad_input("profile --op gemm --dtype fp32 --m 1048576 --n 1048576 --k 65536", "GiB");
   // One operator that no backend of the device runs: one line that says so (a model step lists it).
   expect_bad_input("profile --device cpu --op all_reduce --dtype bf16", "no cpu backend runs all_reduce");
+  expect_bad_input("profile --op rope --shape tokens=5,heads=3,head_dim=7,seq=3", "head_dim must be even");
 #if !RAFTER_HAVE_CUDA
   expect_bad_input("profile --device cuda --op rmsnorm", "built without CUDA");
 #endif

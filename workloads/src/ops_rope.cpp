@@ -4,10 +4,13 @@
 // cos/sin row (d fp32) per position, shared by its heads and by the batch's sequences (4 sequences
 // of 4096 tokens read the 4096 rows once; counting a row per token put the H100's 16384-token RoPE,
 // which computes its angles, at 102.5 % of the copy roof).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
 #include "op_common.hpp"
+#include "rafter/collector/error.hpp"
 
 namespace rafter::workloads {
 namespace {
@@ -20,6 +23,15 @@ class RopeOp : public detail::CatalogueOp {
                      {"head_dim", 128, "head dimension (even)"}, {"seq", 4096, "sequence length (positions)"}},
                     detail::activation_precisions(), {"fwd", "bwd"}) {}
 
+  // Rotate-half pairs value i with i + d/2: an odd head dim has no such pairing (HF's rotate_half
+  // fails on it too).
+  void validate(const OpInstance& inst) const override {
+    OperatorDef::validate(inst);
+    if (shape_value(inst, "head_dim") % 2 != 0)
+      throw InputError(
+          fmt::format("operator 'rope': head_dim must be even (rotate-half pairs i with i + d/2), got {}",
+                      shape_value(inst, "head_dim")));
+  }
   std::string slice_axis(const OpInstance&) const override { return "tokens"; }
   Cost cost(const OpInstance& inst, const std::vector<MemoryLevel>& levels) const override {
     const double t = detail::dimension(inst, "tokens"), h = detail::dimension(inst, "heads"),
