@@ -457,14 +457,9 @@ class CudnnAttentionBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.cudnn"; }
   int priority() const override { return 20; }  // ahead of the unfused path (cuda.unfused)
-  bool supports(const OpInstance& i) const override {
-    return (i.op == "attention_prefill" || i.op == "attention_backward") &&
-           (i.precision == "bf16" || i.precision == "fp8_e4m3") && shape_limit(i).empty();
-  }
+  bool supports(const OpInstance& i) const override { return handles(i) && shape_limit(i).empty(); }
   std::string shape_limit(const OpInstance& i) const override {
-    if ((i.op != "attention_prefill" && i.op != "attention_backward") ||
-        (i.precision != "bf16" && i.precision != "fp8_e4m3"))
-      return {};
+    if (!handles(i)) return {};
     const auto d = shape_value(i, "head_dim", 0);
     // cuDNN 9's FP8 backward on sm_90 takes head dim 128 only (its validate() refuses 64: "hidden_dim
     // shoud be equal to 128", seen with cuDNN 9.14 on an H100).
@@ -504,6 +499,13 @@ class CudnnAttentionBackend : public CudaBackend {
                   "inference (no statistics)"
                 : "cuDNN SDPA forward (BF16, FP32 softmax), inference (no statistics)";
     });
+  }
+
+ private:
+  // The operators and precisions it builds graphs for, at any shape.
+  static bool handles(const OpInstance& i) {
+    return (i.op == "attention_prefill" || i.op == "attention_backward") &&
+           (i.precision == "bf16" || i.precision == "fp8_e4m3");
   }
 };
 

@@ -217,11 +217,9 @@ class CublasLtGemmBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.cublaslt"; }
   int priority() const override { return 10; }
-  bool supports(const OpInstance& inst) const override {
-    return inst.op == "gemm" && lt_precision(inst.precision) && shape_limit(inst).empty();
-  }
+  bool supports(const OpInstance& inst) const override { return handles(inst) && shape_limit(inst).empty(); }
   std::string shape_limit(const OpInstance& inst) const override {
-    if (inst.op != "gemm" || !lt_precision(inst.precision)) return {};
+    if (!handles(inst)) return {};
     std::string note;
     return gemm_shape_problem(spec_of(inst, &note));
   }
@@ -233,6 +231,8 @@ class CublasLtGemmBackend : public CudaBackend {
   }
 
  private:
+  // GEMMs in a precision cuBLASLt multiplies, at any shape.
+  static bool handles(const OpInstance& inst) { return inst.op == "gemm" && lt_precision(inst.precision); }
   static void run(const OpInstance& inst, const ExecContext& ctx, OperatorRecord& record) {
     const bool time_all = time_all_candidates(ctx.algo);
     std::string note;

@@ -32,18 +32,10 @@ const double kGateLo = std::log(0.6), kGateHi = std::log(0.99);
 class CudaGlaBackend : public CudaBackend {
  public:
   std::string name() const override { return "cuda.gla"; }
-  bool supports(const OpInstance& i) const override {
-    if (!gla_precision(i.precision)) return false;
-    if (i.op == "gla_chunked")
-      return (i.phase == "fwd" || i.phase == "bwd") && gla_chunked_supports(chunked_shape(i));
-    if (i.op == "gla_decode")
-      return gla_decode_supports(shape_value(i, "head_dim_k", 0), shape_value(i, "head_dim_v", 0));
-    return false;
-  }
+  bool supports(const OpInstance& i) const override { return handles(i) && shape_limit(i).empty(); }
   std::string shape_limit(const OpInstance& i) const override {
-    if (!gla_precision(i.precision)) return {};
-    if (i.op == "gla_chunked" && (i.phase == "fwd" || i.phase == "bwd") &&
-        !gla_chunked_supports(chunked_shape(i)))
+    if (!handles(i)) return {};
+    if (i.op == "gla_chunked" && !gla_chunked_supports(chunked_shape(i)))
       return "the chunked kernels need head dims multiples of 16 and a chunk a multiple of 16 up to 64 that "
              "divides seq";
     if (i.op == "gla_decode" &&
@@ -76,6 +68,14 @@ class CudaGlaBackend : public CudaBackend {
             "streamed once with 16-byte loads, the output's row-group sums met in shared memory";
       }
     });
+  }
+
+ private:
+  // GLA's chunked forward and backward and its decode step, in a precision the kernels store, at any
+  // shape.
+  static bool handles(const OpInstance& i) {
+    return gla_precision(i.precision) &&
+           ((i.op == "gla_chunked" && (i.phase == "fwd" || i.phase == "bwd")) || i.op == "gla_decode");
   }
 };
 
