@@ -100,7 +100,8 @@ def table(out_dir, names):
             print(f"\n## {name}: no comparison ({e})")
             continue
         print(f"\n## {name} ({rec['op']} {rec['precision']} {rec.get('shape')}): rafter {c['kernels']} kernels, "
-              f"{c['passes']} passes, {c['seconds']:.2f} s; ncu {len(kernels)} kernels")
+              f"{c['passes']} passes, {c['seconds']:.2f} s, cache control {c.get('cache_control', '?')} "
+              f"(CUPTI {c.get('cupti_version', '?')}); ncu {len(kernels)} kernels")
         print(f"{'figure':40} {'rafter':>14} {'ncu':>14} {'ratio':>8}")
         r, m = derived(c["metrics"]), derived({k: n.get(k, 0.0) for k in c["metrics"]})
         spread = own_spread(out_dir, name)

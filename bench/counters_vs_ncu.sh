@@ -86,8 +86,9 @@ if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
   # rafter_*: rafter counts again (kernel replay, or the same mode a second time for its own
   # run-to-run spread) against the first ncu table.
   # rafter_user_range: one CUPTI user range around the launch instead of one auto range per kernel.
+  # rafter_cache_none: without CUPTI 13.4's L2 reset before each pass (what CUPTI 13.0 counted).
   declare -A rafter_env=([rafter_kernel_replay]="RAFTER_CUPTI_REPLAY=kernel" [rafter_repeat]="RAFTER_CUPTI_REPLAY=user"
-                         [rafter_user_range]="RAFTER_CUPTI_RANGE=user")
+                         [rafter_user_range]="RAFTER_CUPTI_RANGE=user" [rafter_cache_none]="RAFTER_CUPTI_CACHE=none")
   for v in ${VARIANTS:-rafter_kernel_replay ncu_defaults ncu_cache_none}; do
     mkdir -p "$out/$v"
     for name in $vops; do

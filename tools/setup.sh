@@ -27,16 +27,22 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# GPU headers Debian lacks (NVML for clocks; the cuDNN frontend's header-only C++ API for cuDNN
-# attention, without its Python dependencies, which the C++ build does not use), into a project-local venv that CMake finds by a hint.
+# GPU headers and libraries Debian lacks (NVML for clocks; the cuDNN frontend's header-only C++ API
+# for cuDNN attention, without its Python dependencies, which the C++ build does not use; CUPTI 13.4,
+# whose range profiler resets L2 before each counted pass, where the toolkit's 13.0 cannot), into a
+# project-local venv that CMake finds by a hint. The marker holds what was installed: a new list
+# installs again.
 nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-if [ "$cuda" != OFF ] && [ -x "$nvcc_bin" ] && [ ! -f .venv/.rafter-ok ]; then
+venv_wants="nvidia-nvml-dev==13.0.87 nvidia-cudnn-frontend==1.32.0 nvidia-cuda-cupti==13.4.92"
+if [ "$cuda" != OFF ] && [ -x "$nvcc_bin" ] && [ "$(cat .venv/.rafter-ok 2>/dev/null)" != "$venv_wants" ]; then
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check "nvidia-nvml-dev==13.0.87" \
     || echo "setup: NVML headers unavailable; clocks will come from CUDA attributes"
   .venv/bin/pip install -q --disable-pip-version-check --no-deps "nvidia-cudnn-frontend==1.32.0" \
     || echo "setup: cuDNN frontend unavailable; cuDNN attention will not be built"
-  touch .venv/.rafter-ok
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps "nvidia-cuda-cupti==13.4.92" \
+    || echo "setup: CUPTI 13.4 unavailable; GPU counters use the toolkit's CUPTI, without cache control"
+  echo "$venv_wants" > .venv/.rafter-ok
 fi
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAFTER_CUDA="$cuda" \

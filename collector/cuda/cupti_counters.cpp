@@ -9,7 +9,9 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+#include <cupti_version.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -204,13 +206,40 @@ struct Host {
   }
 };
 
-// The range profiler enabled on a context for the life of this object.
+// The range profiler enabled on a context for the life of this object, under a cache control where
+// the CUPTI at hand has one (13.4 on; `cache_control` then says what it ran under).
 struct RangeProfiler {
   CUpti_RangeProfiler_Object* object = nullptr;
   std::size_t max_ranges = kFewRanges;
-  RangeProfiler(CUcontext ctx, std::size_t ranges) : max_ranges(ranges) {
-    auto p = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+  CacheControl asked = CacheControl::None;
+  std::string cache_control;
+  RangeProfiler(CUcontext ctx, std::size_t ranges, CacheControl cache) : max_ranges(ranges), asked(cache) {
+    // The parameters as CUPTI 13.0 knew them (no cache control): what an older libcupti takes.
+    auto p = params<CUpti_RangeProfiler_Enable_Params>(
+        CUPTI_PROFILER_STRUCT_SIZE(CUpti_RangeProfiler_Enable_Params, pRangeProfilerObject));
     p.ctx = ctx;
+    std::uint32_t loaded = 0;
+    cuptiGetVersion(&loaded);
+    cache_control = to_string(cache);
+    if (cache != CacheControl::None && (CUPTI_API_VERSION < 130400 || loaded < 130400))
+      cache_control = "none (CUPTI " + std::to_string(std::min<std::uint32_t>(CUPTI_API_VERSION, loaded)) +
+                      " has no cache control; 13.4 does)";
+#if CUPTI_API_VERSION >= 130400
+    if (cache != CacheControl::None && loaded >= 130400) {
+      auto c = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+      c.ctx = ctx;
+      c.cacheControlMode =
+          cache == CacheControl::All ? CUPTI_CACHE_CONTROL_MODE_ALL : CUPTI_CACHE_CONTROL_MODE_L2;
+      const CUptiResult r = cuptiRangeProfilerEnable(&c);
+      if (r == CUPTI_SUCCESS) {
+        object = c.pRangeProfilerObject;
+        return;
+      }
+      if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) check(r, "cuptiRangeProfilerEnable");
+      // A driver that refuses the cache control: count without it, and say so.
+      cache_control = "none (CUPTI refused cache control " + cache_control + ": " + cupti_text(r) + ")";
+    }
+#endif
     check(cuptiRangeProfilerEnable(&p), "cuptiRangeProfilerEnable");
     object = p.pRangeProfilerObject;
   }
@@ -391,7 +420,7 @@ GpuCounterStatus gpu_counter_status(int device) {
     // (privileges, an unsupported or virtualised GPU) fails every counted pass.
     std::lock_guard cupti_lock(cupti_mutex());
     DeviceCounting& counting = counting_on(device);
-    RangeProfiler profiler(context_of(device), kFewRanges);
+    RangeProfiler profiler(context_of(device), kFewRanges, CacheControl::None);
     s.available = true;
     s.reason = counting.chip;
   } catch (const std::exception& e) {
@@ -413,12 +442,15 @@ CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pas
   // median (1.010) and range (1.00-1.06) as with the profiler disabled after every pass (1.008-1.014,
   // 0.99-1.06), while the counted passes took 2.2 s instead of 5.4 s (H100, 2026-11-25).
   static auto* kept = new std::map<int, std::unique_ptr<RangeProfiler>>;  // never destroyed, as counting_on
+  const CacheControl cache = cache_control_for(bool(before_each_pass), std::getenv("RAFTER_CUPTI_CACHE"));
   for (std::size_t ranges = kFewRanges;; ranges = kMaxRanges) {
     std::unique_ptr<RangeProfiler> own;
     auto& held = (*kept)[device];
-    if (ranges != kFewRanges) held.reset();  // one profiler per context at a time
-    if (ranges == kFewRanges && !held) held = std::make_unique<RangeProfiler>(context_of(device), ranges);
-    if (!held) own = std::make_unique<RangeProfiler>(context_of(device), ranges);
+    if (ranges != kFewRanges || (held && held->asked != cache))
+      held.reset();  // one profiler per context at a time
+    if (ranges == kFewRanges && !held)
+      held = std::make_unique<RangeProfiler>(context_of(device), ranges, cache);
+    if (!held) own = std::make_unique<RangeProfiler>(context_of(device), ranges, cache);
     const RangeProfiler& profiler = held ? *held : *own;
     std::vector<std::uint8_t> data = profiler.counter_data(counting.names);
     profiler.configure(counting.config, data);
@@ -429,6 +461,8 @@ CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pas
                        " were not counted");
     out.passes = passes;
     out.replay = replay_mode() == CUPTI_KernelReplay ? "kernel" : "user";
+    out.cache_control = profiler.cache_control;
+    if (std::uint32_t v = 0; cuptiGetVersion(&v) == CUPTI_SUCCESS) out.cupti_version = int(v);
     out.kernels = sum_ranges(counting.host, data, counting.names, out.metrics);
     break;
   }

@@ -176,7 +176,9 @@ nlohmann::json count_once(const LaunchFn& launch, const GpuTimingOptions& option
             {"bytes_per_launch", work.bytes_by_level},
             {"flops_per_launch", work.flops},
             {"passes", pass.passes},
-            {"kernels", pass.kernels}};
+            {"kernels", pass.kernels},
+            {"cache_control", pass.cache_control},
+            {"cupti_version", pass.cupti_version}};
   } catch (const std::exception& e) {
     return {{"status", std::string("unavailable (") + e.what() + ")"}};
   }

@@ -87,6 +87,27 @@ GpuCountedWork gpu_work_from_metrics(const std::map<std::string, double>& metric
   return w;
 }
 
+CacheControl cache_control_for(bool cold, const char* env) {
+  if (!env || !*env) return cold ? CacheControl::All : CacheControl::None;
+  const std::string v = env;
+  if (v == "none") return CacheControl::None;
+  if (v == "all") return CacheControl::All;
+  if (v == "l2") return CacheControl::L2;
+  throw InputError("RAFTER_CUPTI_CACHE=" + v + ": expected none, all or l2");
+}
+
+const char* to_string(CacheControl c) {
+  switch (c) {
+    case CacheControl::All:
+      return "all";
+    case CacheControl::L2:
+      return "l2";
+    case CacheControl::None:
+      break;
+  }
+  return "none";
+}
+
 std::string GpuCounterStatus::summary() const {
   return available ? "available (cupti, " + reason + ")" : "unavailable (" + reason + ")";
 }

@@ -1,6 +1,6 @@
 // GPU counted work: the metric -> bytes-per-level / FLOPs-per-precision arithmetic on the values in
-// tests/fixtures/gpu_counters/ (no GPU here), the choice of tensor metrics from a chip's list, and
-// malformed input (a metric missing, a negative value).
+// tests/fixtures/gpu_counters/ (no GPU here), the choice of tensor metrics from a chip's list, the
+// counted pass's cache control, and malformed input (a metric missing, a negative value).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -93,4 +93,25 @@ TEST(GpuCounters, RecordedH100Counts) {
   for (const auto& [k, v] : f["records"]["rmsnorm"]["metrics"].items()) no_smem[k] = v.get<double>();
   no_smem[gpu::kSharedWavefronts] = 0;
   EXPECT_DOUBLE_EQ(gpu::gpu_work_from_metrics(no_smem).bytes_by_level.at("shared"), 100663296.0);
+}
+
+// The counted pass's cache control: reset before each pass under a cold timing (as Nsight Compute's
+// default), none under a warm one; RAFTER_CUPTI_CACHE overrides, and a value it does not know is an
+// error naming it.
+TEST(GpuCounters, CacheControlFollowsTheTimingAndTheOverride) {
+  EXPECT_EQ(gpu::cache_control_for(true, nullptr), gpu::CacheControl::All);
+  EXPECT_EQ(gpu::cache_control_for(false, nullptr), gpu::CacheControl::None);
+  EXPECT_EQ(gpu::cache_control_for(true, ""), gpu::CacheControl::All);
+  EXPECT_EQ(gpu::cache_control_for(true, "none"), gpu::CacheControl::None);
+  EXPECT_EQ(gpu::cache_control_for(false, "all"), gpu::CacheControl::All);
+  EXPECT_EQ(gpu::cache_control_for(false, "l2"), gpu::CacheControl::L2);
+  EXPECT_STREQ(gpu::to_string(gpu::CacheControl::All), "all");
+  EXPECT_STREQ(gpu::to_string(gpu::CacheControl::L2), "l2");
+  EXPECT_STREQ(gpu::to_string(gpu::CacheControl::None), "none");
+  try {
+    gpu::cache_control_for(true, "flush");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("RAFTER_CUPTI_CACHE=flush"), std::string::npos) << e.what();
+  }
 }

@@ -78,10 +78,15 @@ void count_into_record(const StreamFn& op, bool flush_l2, const ExecContext& ctx
   const gpu::GpuCountedWork work = gpu::gpu_work_from_metrics(pass.metrics);
   for (const auto& [level, bytes] : work.bytes_by_level) set_counted_bytes(record, level, bytes);
   record.flops_counted = work.flops;
-  record.details["counters"] = {{"status", status.summary()}, {"metrics", pass.metrics},
-                                {"passes", pass.passes},      {"kernels", pass.kernels},
-                                {"seconds", pass.seconds},    {"replay", pass.replay},
-                                {"l2_flushed_before_each_pass", flush_l2}};
+  record.details["counters"] = {{"status", status.summary()},
+                                {"metrics", pass.metrics},
+                                {"passes", pass.passes},
+                                {"kernels", pass.kernels},
+                                {"seconds", pass.seconds},
+                                {"replay", pass.replay},
+                                {"l2_flushed_before_each_pass", flush_l2},
+                                {"cache_control", pass.cache_control},
+                                {"cupti_version", pass.cupti_version}};
 }
 
 }  // namespace rafter::workloads::cuda

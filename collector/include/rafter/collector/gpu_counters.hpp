@@ -49,18 +49,36 @@ struct GpuCounterStatus {
 // Whether CUPTI can count on `device` (probed once per device per process; never throws).
 GpuCounterStatus gpu_counter_status(int device);
 
+// The L2 a counted pass starts from (CUPTI 13.4's cache control, Nsight Compute's --cache-control).
+// Without the reset, a pass's HBM writes held the operator's whole output: RMSNorm 4096 x 4096
+// counted 34 MB where 9.7 MB left L2 inside the kernel (Nsight Compute: 11.7 MB; H200,
+// docs/gpu-counters.md).
+enum class CacheControl { None, All, L2 };
+// The cache control a counted pass asks for: a cold timing (its L2 flush before each launch) resets
+// L2 before each pass (All), as Nsight Compute does by default; a warm one keeps what the launch
+// before left (None). `env` (RAFTER_CUPTI_CACHE, may be null) overrides: none, all or l2; anything
+// else is an InputError.
+CacheControl cache_control_for(bool cold, const char* env);
+const char* to_string(CacheControl c);
+
 struct CountedPass {
   std::map<std::string, double> metrics;  // summed over every kernel of the launch
   int passes = 0;                         // times the launch ran until CUPTI had every metric
   int kernels = 0;                        // auto ranges (kernels) counted
   std::string replay;                     // "user", or "kernel" (RAFTER_CUPTI_REPLAY=kernel, a diagnostic)
+  // The cache control the passes ran under: "all", "l2", "none", or "none (why)" where the one
+  // asked for was not available (a CUPTI older than 13.4, or one that refused it).
+  std::string cache_control;
+  int cupti_version = 0;                  // cuptiGetVersion() of the CUPTI loaded (130401: 13.4)
   double seconds = 0;                     // wall time of the whole counted pass (set-up, passes, evaluation)
 };
 
 // Runs `launch` on `device` under CUPTI user replay, once per pass the metrics need, and sums
 // `metrics` over its kernels. `before_each_pass` (the L2 flush of a cold timing; may be empty)
 // runs ahead of each pass outside the counted range, so that every pass starts from the cache
-// state the timed launches had. The launch repeats: an operator that updates its inputs in place
+// state the timed launches had; with it, CUPTI (13.4 on) also resets L2 before each pass
+// (cache_control_for: dirty lines written back, all dropped), so the count is what left L2 inside
+// the launch, the window its time measures. The launch repeats: an operator that updates its inputs in place
 // is counted on its later values (the traffic is the same). Throws DeviceUnavailable when counters
 // cannot be read here, InputError on other CUPTI/CUDA errors.
 CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pass, int device,
