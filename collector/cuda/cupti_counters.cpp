@@ -288,9 +288,11 @@ struct RangeProfiler {
   }
 
   // Passes until CUPTI has every metric: `before` (uncounted), then the launch between Start and
-  // Stop (under kernel replay CUPTI replays inside the one pass). Returns the passes and the ranges
-  // CUPTI dropped (more kernels than max_ranges).
-  std::pair<int, std::size_t> run(const LaunchFn& launch, const LaunchFn& before) const {
+  // Stop, and `after` (counted, in ranges of its own) behind it (under kernel replay CUPTI replays
+  // inside the one pass). Returns the passes and the ranges CUPTI dropped (more kernels than
+  // max_ranges).
+  std::pair<int, std::size_t> run(const LaunchFn& launch, const LaunchFn& before,
+                                  const LaunchFn& after) const {
     constexpr int kMaxPasses = 256;  // a config image needs tens of passes at most
     int passes = 0;
     for (bool all_submitted = false; !all_submitted; ++passes) {
@@ -308,6 +310,7 @@ struct RangeProfiler {
         check(cuptiRangeProfilerPushRange(&r), "cuptiRangeProfilerPushRange");
       }
       launch(nullptr);  // the legacy default stream, after the flush on the same stream
+      if (after) after(nullptr);
       const cudaError_t e = cudaDeviceSynchronize();
       if (user) {
         auto r = params<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
@@ -328,15 +331,20 @@ struct RangeProfiler {
 };
 
 // Sums each metric over the ranges (kernels) in the counter data; returns the number of ranges.
+// Sums the metrics over the launch's ranges into `out`; with `trailer`, the last range (the read-flush
+// after the launch) goes into *trailer instead. Returns the ranges summed into `out`.
 int sum_ranges(const Host& host, std::vector<std::uint8_t>& data, std::vector<const char*>& names,
-               std::map<std::string, double>& out) {
+               std::map<std::string, double>& out, std::map<std::string, double>* trailer = nullptr) {
   auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
   info.pCounterDataImage = data.data();
   info.counterDataImageSize = data.size();
   check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo");
   for (const char* n : names) out[n] = 0;
-  if (info.numTotalRanges == 0) throw InputError("GPU counters: the launch ran no kernel to count");
+  if (trailer)
+    for (const char* n : names) (*trailer)[n] = 0;
+  const std::size_t own = info.numTotalRanges - (trailer && info.numTotalRanges > 0 ? 1 : 0);
+  if (own == 0) throw InputError("GPU counters: the launch ran no kernel to count");
   std::vector<double> values(names.size());
   for (std::size_t r = 0; r < info.numTotalRanges; ++r) {
     auto e = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
@@ -349,13 +357,14 @@ int sum_ranges(const Host& host, std::vector<std::uint8_t>& data, std::vector<co
     e.numMetrics = names.size();
     e.pMetricValues = values.data();
     check(cuptiProfilerHostEvaluateToGpuValues(&e), "cuptiProfilerHostEvaluateToGpuValues");
-    for (std::size_t i = 0; i < names.size(); ++i) out[names[i]] += values[i];
+    auto& into = r < own ? out : *trailer;
+    for (std::size_t i = 0; i < names.size(); ++i) into[names[i]] += values[i];
     if (std::getenv("RAFTER_CUPTI_TRACE"))  // each kernel's DRAM figures (where a write-back lands)
       for (std::size_t i = 0; i < names.size(); ++i)
         if (std::string(names[i]).rfind("dram__", 0) == 0)
           std::fprintf(stderr, "rafter: cupti: range %zu %s = %.6g\n", r, names[i], values[i]);
   }
-  return int(info.numTotalRanges);
+  return int(own);
 }
 
 std::mutex& cupti_mutex() {
@@ -452,9 +461,17 @@ CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pas
       held = std::make_unique<RangeProfiler>(context_of(device), ranges, cache);
     if (!held) own = std::make_unique<RangeProfiler>(context_of(device), ranges, cache);
     const RangeProfiler& profiler = held ? *held : *own;
+    // Under the reset, the lines the launch leaves dirty in L2 are written back after its ranges,
+    // outside its count as outside its time: the same read-flush right behind it, in a range of its
+    // own, counts that write-back (the flush itself only reads). Not with one user range around the
+    // launch, nor under kernel replay (diagnostics).
+    const bool tail = before_each_pass && cache != CacheControl::None &&
+                      profiler.cache_control == to_string(cache) && !user_range() &&
+                      replay_mode() == CUPTI_UserReplay;
     std::vector<std::uint8_t> data = profiler.counter_data(counting.names);
     profiler.configure(counting.config, data);
-    const auto [passes, dropped] = profiler.run(launch, before_each_pass);
+    const auto [passes, dropped] =
+        profiler.run(launch, before_each_pass, tail ? before_each_pass : LaunchFn());
     if (dropped > 0 && ranges < kMaxRanges) continue;  // more kernels than kFewRanges: count again
     if (dropped > 0)
       throw InputError("GPU counters: " + std::to_string(dropped) + " kernels beyond " + std::to_string(kMaxRanges) +
@@ -463,7 +480,9 @@ CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pas
     out.replay = replay_mode() == CUPTI_KernelReplay ? "kernel" : "user";
     out.cache_control = profiler.cache_control;
     if (std::uint32_t v = 0; cuptiGetVersion(&v) == CUPTI_SUCCESS) out.cupti_version = int(v);
-    out.kernels = sum_ranges(counting.host, data, counting.names, out.metrics);
+    std::map<std::string, double> after;
+    out.kernels = sum_ranges(counting.host, data, counting.names, out.metrics, tail ? &after : nullptr);
+    if (tail) out.hbm_written_after = after.at(kDramBytesWritten);
     break;
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

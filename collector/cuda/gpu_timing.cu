@@ -171,13 +171,14 @@ nlohmann::json count_once(const LaunchFn& launch, const GpuTimingOptions& option
   if (options.flush_l2) before = [&](void* s) { read_flush(options.device, s); };
   try {
     const CountedPass pass = count_launch(launch, before, options.device, counter_metrics_for(options.device));
-    const GpuCountedWork work = gpu_work_from_metrics(pass.metrics);
+    const GpuCountedWork work = counted_work(pass);
     return {{"status", status.summary()},
             {"bytes_per_launch", work.bytes_by_level},
             {"flops_per_launch", work.flops},
             {"passes", pass.passes},
             {"kernels", pass.kernels},
             {"cache_control", pass.cache_control},
+            {"hbm_written_after_bytes", pass.hbm_written_after},
             {"cupti_version", pass.cupti_version}};
   } catch (const std::exception& e) {
     return {{"status", std::string("unavailable (") + e.what() + ")"}};

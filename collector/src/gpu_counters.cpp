@@ -52,7 +52,7 @@ std::vector<std::string> tensor_metrics_of(const std::vector<std::string>& base_
 std::vector<std::string> counter_metrics(const std::vector<std::string>& tensor_metrics) {
   // Shared-memory wavefronts (ld/st.shared, atomics and wgmma operand reads) are recorded beside the
   // byte figures: l1tex__t_bytes does not see shared memory.
-  std::vector<std::string> m = {"dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
+  std::vector<std::string> m = {"dram__bytes_read.sum", kDramBytesWritten, "lts__t_bytes.sum",
                                 "l1tex__t_bytes.sum", kSharedWavefronts};
   for (const char* p : {"d", "f", "h"})
     for (const char* op : {"add", "mul", "fma"})
@@ -63,8 +63,7 @@ std::vector<std::string> counter_metrics(const std::vector<std::string>& tensor_
 
 GpuCountedWork gpu_work_from_metrics(const std::map<std::string, double>& metrics) {
   GpuCountedWork w;
-  w.bytes_by_level["HBM"] =
-      value_of(metrics, "dram__bytes_read.sum") + value_of(metrics, "dram__bytes_write.sum");
+  w.bytes_by_level["HBM"] = value_of(metrics, "dram__bytes_read.sum") + value_of(metrics, kDramBytesWritten);
   w.bytes_by_level["L2"] = value_of(metrics, "lts__t_bytes.sum");
   // l1tex__t_bytes is the global/local traffic through L1 and misses shared memory (a BF16 GEMM on the
   // H100: 12 KB against ~26 M shared wavefronts). The level is counted only for a launch that did no
@@ -84,6 +83,12 @@ GpuCountedWork gpu_work_from_metrics(const std::map<std::string, double>& metric
     const double f = value_of(metrics, name) * kTensorFlopsPerOp;
     if (f > 0) w.flops[tensor_precision(name)] += f;
   }
+  return w;
+}
+
+GpuCountedWork counted_work(const CountedPass& pass) {
+  GpuCountedWork w = gpu_work_from_metrics(pass.metrics);
+  if (pass.hbm_written_after > 0) w.bytes_by_level["HBM"] += pass.hbm_written_after;
   return w;
 }
 

@@ -58,10 +58,13 @@ void collect_flops(const OperatorRecord& r, Placement& p) {
                                     p.model_flops < p.total_flops ? "understates" : "overstates"));
 }
 
-// A counted level whose analytic figure is off by more than kModelMismatch gets a remark.
+// A counted level whose analytic figure is off by more than kModelMismatch (and the floor) gets a
+// remark.
 void judge_model(const LevelBytes& lb, LevelPoint& pt, Placement& p) {
   pt.model_over_measured = model_over_measured(lb);
-  if (!pt.model_over_measured || std::abs(*pt.model_over_measured - 1) <= kModelMismatch) return;
+  pt.model_mismatch = pt.model_over_measured && std::abs(*pt.model_over_measured - 1) > kModelMismatch &&
+                      std::abs(*lb.model_bytes - lb.bytes) > kModelMismatchFloorBytes;
+  if (!pt.model_mismatch) return;
   p.remarks.push_back(fmt::format("model/measured {} bytes {:.2f}: the analytic model {} this level's traffic",
                                   lb.level, *pt.model_over_measured,
                                   *pt.model_over_measured < 1 ? "misses part of" : "overstates"));

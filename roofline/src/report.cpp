@@ -52,10 +52,10 @@ const LevelPoint* level_point(const Placement& p, const std::string& level) {
   return point;
 }
 
-// "0.42!" marks a ratio off by more than kModelMismatch.
-std::string ratio_text(std::optional<double> r) {
-  if (!r) return "-";
-  return fmt::format("{:.2f}{}", *r, std::abs(*r - 1) > kModelMismatch ? "!" : "");
+// "0.42!" marks a ratio the placement judged a mismatch (kModelMismatch, kModelMismatchFloorBytes).
+std::string ratio_text(const LevelPoint* point) {
+  if (!point || !point->model_over_measured) return "-";
+  return fmt::format("{:.2f}{}", *point->model_over_measured, point->model_mismatch ? "!" : "");
 }
 
 std::vector<std::string> table_row(const Placement& p, const std::vector<std::string>& levels,
@@ -74,7 +74,7 @@ std::vector<std::string> table_row(const Placement& p, const std::vector<std::st
   }
   for (const auto& level : counted) {
     const LevelPoint* point = level_point(p, level);
-    row.push_back(ratio_text(point ? point->model_over_measured : std::nullopt));
+    row.push_back(ratio_text(point));
   }
   row.push_back(p.binding_name());
   if (p.timed && p.binding) {

@@ -115,3 +115,17 @@ TEST(GpuCounters, CacheControlFollowsTheTimingAndTheOverride) {
     EXPECT_NE(std::string(e.what()).find("RAFTER_CUPTI_CACHE=flush"), std::string::npos) << e.what();
   }
 }
+
+// A pass's counted work adds the HBM write-back after the launch (the lines it left dirty in L2,
+// counted behind it) to its HBM bytes, where it was counted; the raw metrics stay what moved inside.
+TEST(GpuCounters, WriteBackAfterTheLaunchCountsAtHbm) {
+  gpu::CountedPass pass;
+  pass.metrics = metrics_of(fixture());
+  const double inside = gpu::gpu_work_from_metrics(pass.metrics).bytes_by_level.at("HBM");
+  EXPECT_DOUBLE_EQ(gpu::counted_work(pass).bytes_by_level.at("HBM"), inside);  // not counted (-1)
+  pass.hbm_written_after = 24e6;
+  const gpu::GpuCountedWork w = gpu::counted_work(pass);
+  EXPECT_DOUBLE_EQ(w.bytes_by_level.at("HBM"), inside + 24e6);
+  EXPECT_EQ(w.bytes_by_level.at("L2"), gpu::gpu_work_from_metrics(pass.metrics).bytes_by_level.at("L2"));
+  EXPECT_EQ(w.flops, gpu::gpu_work_from_metrics(pass.metrics).flops);
+}

@@ -37,6 +37,24 @@ TEST(Placement, BoundsEfficiencyAndGapByHand) {
   EXPECT_DOUBLE_EQ(p.share_of_step, 1.0);
 }
 
+// A small record's ratio far from 1 by less than kModelMismatchFloorBytes is the counted pass's own
+// traffic, not the model's: shown, not flagged.
+TEST(Placement, SmallDifferencesBelowTheFloorAreNotFlagged) {
+  OperatorRecord r = make_record("final_norm", "bf16", 1e5, 2.5e4, 2.5e4, 2e-6);
+  set_counted_bytes(r, "DRAM", 5.03e5);  // the model's 25 KB: 0.05 of the count, 0.48 MB apart
+  auto rp = place_run(make_run({r}), small_machine());
+  const Placement& p = rp.records.at(0);
+  const LevelPoint& dram = p.levels.at(1);
+  ASSERT_TRUE(dram.model_over_measured.has_value());
+  EXPECT_NEAR(*dram.model_over_measured, 2.5e4 / 5.03e5, 1e-12);
+  EXPECT_FALSE(dram.model_mismatch);
+  for (const auto& remark : p.remarks) EXPECT_EQ(remark.find("model/measured"), std::string::npos) << remark;
+  EXPECT_EQ(format_report_table(rp).find("0.05!"), std::string::npos);
+  EXPECT_NE(format_report_table(rp).find("0.05"), std::string::npos);
+  set_counted_bytes(r, "DRAM", 2.5e4 + 1.5 * kModelMismatchFloorBytes);  // past the floor: flagged
+  EXPECT_TRUE(place_run(make_run({r}), small_machine()).records.at(0).levels.at(1).model_mismatch);
+}
+
 TEST(Placement, CountedBytesAndFlopsPlaceTheRecordAndMismatchesAreFlagged) {
   // Counted: L2 0.8 GB (the model said 0.4 GB: 0.50, flagged), DRAM 0.21 GB (model 0.2: 0.95, not
   // flagged), 1.1 GFLOP (model 1 GFLOP: within 25 %).

@@ -1,8 +1,9 @@
 // The counted pass on a GPU (runs only where a GPU is present and its counters can be read): under a
-// cold timing, CUPTI (13.4 on) resets L2 before each counted pass, so a pass never counts the
-// write-back of the lines an earlier pass left dirty.
+// cold timing, CUPTI (13.4 on) resets L2 before each counted pass: the count is what left L2 inside
+// the launch, and the lines it left dirty are counted behind it, as written back after it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -44,6 +45,15 @@ TEST(CountersCuda, ColdPassesStartFromAResetL2) {
   std::printf("residual add 1024 x 4096, cache control all: HBM read %.3g, written %.3g bytes\n", reads, writes);
   EXPECT_NEAR(reads, 2 * out_bytes, 0.02 * out_bytes);  // both inputs, once
   EXPECT_LT(writes, 0.1 * out_bytes);                   // its output is still in L2 at its end
+  // ... and is written back after it, counted behind it, and charged to the record's HBM bytes.
+  const double after = c.value("hbm_written_after_bytes", -1.0);
+  std::printf("written back after it: %.3g bytes\n", after);
+  EXPECT_NEAR(after, out_bytes, 0.05 * out_bytes);
+  const auto hbm =
+      std::find_if(r.bytes.begin(), r.bytes.end(), [](const auto& b) { return b.level == "HBM"; });
+  ASSERT_NE(hbm, r.bytes.end());
+  EXPECT_NEAR(hbm->bytes, reads + writes + after, 1.0);
+  EXPECT_EQ(hbm->source, rafter::Source::Counter);
 
   // The same without the reset (RAFTER_CUPTI_CACHE=none, a diagnostic): the earlier pass's output
   // is written back inside the count.
@@ -56,5 +66,6 @@ TEST(CountersCuda, ColdPassesStartFromAResetL2) {
   const double writes_none = cn["metrics"].value("dram__bytes_write.sum", -1.0);
   std::printf("the same, cache control none: HBM written %.3g bytes\n", writes_none);
   EXPECT_GT(writes_none, 0.5 * out_bytes);
+  EXPECT_EQ(cn.value("hbm_written_after_bytes", 0.0), -1.0);  // no reset: nothing counted behind it
 }
 #endif

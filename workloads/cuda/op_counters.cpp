@@ -10,7 +10,6 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 
 #include "cuda_util.hpp"
@@ -58,24 +57,16 @@ void count_into_record(const StreamFn& op, bool flush_l2, const ExecContext& ctx
   try {
     CountedRange range;
     const auto flush = [](void* s) { l2_read_flush(static_cast<cudaStream_t>(s)); };
-    // RAFTER_CUPTI_TRAILER=flush (a diagnostic): an L2 read-flush after the operator, counted as a
-    // range of its own, shows whether the operator's dirty lines are written back in its own range.
-    static const bool trailer = [] {
-      const char* env = std::getenv("RAFTER_CUPTI_TRAILER");
-      return env && std::string(env) == "flush";
-    }();
-    pass = gpu::count_launch([&](void* s) {
-                               op(static_cast<cudaStream_t>(s));
-                               if (trailer) l2_read_flush(static_cast<cudaStream_t>(s));
-                             },
-                             flush_l2 ? gpu::LaunchFn(flush) : gpu::LaunchFn(), device, gpu::counter_metrics_for(device));
+    pass = gpu::count_launch([&](void* s) { op(static_cast<cudaStream_t>(s)); },
+                             flush_l2 ? gpu::LaunchFn(flush) : gpu::LaunchFn(), device,
+                             gpu::counter_metrics_for(device));
   } catch (const InputError& e) {  // DeviceUnavailable included: the timed record stands
     const std::string why = fmt::format("unavailable ({})", e.what());
     note_once(why);
     record.details["counters"] = {{"status", why}};
     return;
   }
-  const gpu::GpuCountedWork work = gpu::gpu_work_from_metrics(pass.metrics);
+  const gpu::GpuCountedWork work = gpu::counted_work(pass);
   for (const auto& [level, bytes] : work.bytes_by_level) set_counted_bytes(record, level, bytes);
   record.flops_counted = work.flops;
   record.details["counters"] = {{"status", status.summary()},
@@ -86,6 +77,7 @@ void count_into_record(const StreamFn& op, bool flush_l2, const ExecContext& ctx
                                 {"replay", pass.replay},
                                 {"l2_flushed_before_each_pass", flush_l2},
                                 {"cache_control", pass.cache_control},
+                                {"hbm_written_after_bytes", pass.hbm_written_after},
                                 {"cupti_version", pass.cupti_version}};
 }
 

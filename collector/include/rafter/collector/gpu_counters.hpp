@@ -69,16 +69,29 @@ struct CountedPass {
   // The cache control the passes ran under: "all", "l2", "none", or "none (why)" where the one
   // asked for was not available (a CUPTI older than 13.4, or one that refused it).
   std::string cache_control;
+  // HBM bytes written back after the launch, of the lines it left dirty in L2 (the read-flush behind
+  // it, counted in a range of its own, where the passes ran under the reset); -1 where not counted.
+  double hbm_written_after = -1;
   int cupti_version = 0;                  // cuptiGetVersion() of the CUPTI loaded (130401: 13.4)
   double seconds = 0;                     // wall time of the whole counted pass (set-up, passes, evaluation)
 };
+
+// The DRAM write metric (kept apart for the write-back after a launch).
+inline constexpr const char* kDramBytesWritten = "dram__bytes_write.sum";
+
+// The counted work of a pass: gpu_work_from_metrics of its metrics (what moved inside the launch),
+// with the HBM write-back after it (hbm_written_after, where counted) added to the HBM bytes: all the
+// traffic the launch causes at that level, as the analytic model counts it.
+GpuCountedWork counted_work(const CountedPass& pass);
 
 // Runs `launch` on `device` under CUPTI user replay, once per pass the metrics need, and sums
 // `metrics` over its kernels. `before_each_pass` (the L2 flush of a cold timing; may be empty)
 // runs ahead of each pass outside the counted range, so that every pass starts from the cache
 // state the timed launches had; with it, CUPTI (13.4 on) also resets L2 before each pass
 // (cache_control_for: dirty lines written back, all dropped), so the count is what left L2 inside
-// the launch, the window its time measures. The launch repeats: an operator that updates its inputs in place
+// the launch, the window its time measures; the same flush then also runs right behind the launch,
+// counted in a range of its own, for the write-back of what it left dirty (hbm_written_after). The
+// launch repeats: an operator that updates its inputs in place
 // is counted on its later values (the traffic is the same). Throws DeviceUnavailable when counters
 // cannot be read here, InputError on other CUPTI/CUDA errors.
 CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pass, int device,

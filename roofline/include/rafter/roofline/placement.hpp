@@ -39,11 +39,16 @@ struct LevelPoint {
   double roof_flops_per_second = 0;    // min(peak, AI x BW) at this level's AI
   // Analytic bytes / counted bytes where both exist (the report's "model/measured").
   std::optional<double> model_over_measured;
+  bool model_mismatch = false;  // the two disagree (kModelMismatch and kModelMismatchFloorBytes)
 };
 
 // The analytic model and the counters disagree when |model - measured| > kModelMismatch x measured
-// (e.g. GEMM tiles re-reading operands from L2); such records get a remark.
+// (e.g. GEMM tiles re-reading operands from L2) and by more than kModelMismatchFloorBytes; such
+// records get a remark. Below the floor a difference is the counted pass's own traffic: on an H200
+// 0.49 MB was written back behind a one-token RMSNorm that writes 8 KB (docs/gpu-counters.md), so
+// its 25 KB model read 0.05 of the count.
 inline constexpr double kModelMismatch = 0.25;
+inline constexpr double kModelMismatchFloorBytes = 1 << 20;
 
 struct Placement {
   // Identity, copied from the record.
