@@ -48,7 +48,8 @@ TEST(CountersCuda, ColdPassesStartFromAResetL2) {
   // ... and is written back after it, counted behind it, and charged to the record's HBM bytes.
   const double after = c.value("hbm_written_after_bytes", -1.0);
   std::printf("written back after it: %.3g bytes\n", after);
-  EXPECT_NEAR(after, out_bytes, 0.05 * out_bytes);
+  EXPECT_GE(after, 0.98 * out_bytes);
+  EXPECT_LE(after, out_bytes + (1 << 20));  // plus what the range behind carries that is not its (<= 0.5 MB seen)
   const auto hbm =
       std::find_if(r.bytes.begin(), r.bytes.end(), [](const auto& b) { return b.level == "HBM"; });
   ASSERT_NE(hbm, r.bytes.end());
