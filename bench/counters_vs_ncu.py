@@ -50,7 +50,10 @@ def derived(m):
         "HBM": m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0),
         "HBM read": m.get("dram__bytes_read.sum", 0),
         "HBM write": m.get("dram__bytes_write.sum", 0),
-        "L2": m.get("lts__t_bytes.sum", 0),
+        "L2": (32 * m["lts__t_sectors_srcunit_tex.sum"] if "lts__t_sectors_srcunit_tex.sum" in m
+               else m.get("lts__t_bytes.sum", 0)),
+        "L2 lts__t_bytes": m.get("lts__t_bytes.sum", 0),
+        "L2 fabric sectors": m.get("lts__t_sectors_srcunit_ltcfabric.sum", 0),
         "shared": m.get("l1tex__t_bytes.sum", 0),
     }
     for p, key in (("d", "fp64"), ("f", "fp32"), ("h", "fp16")):

@@ -53,7 +53,7 @@ std::vector<std::string> counter_metrics(const std::vector<std::string>& tensor_
   // Shared-memory wavefronts (ld/st.shared, atomics and wgmma operand reads) are recorded beside the
   // byte figures: l1tex__t_bytes does not see shared memory.
   std::vector<std::string> m = {"dram__bytes_read.sum", kDramBytesWritten, "lts__t_bytes.sum",
-                                "l1tex__t_bytes.sum", kSharedWavefronts};
+                                "l1tex__t_bytes.sum", kSharedWavefronts, kL2SectorsFromSms, kL2SectorsOverFabric};
   for (const char* p : {"d", "f", "h"})
     for (const char* op : {"add", "mul", "fma"})
       m.push_back(std::string("sm__sass_thread_inst_executed_op_") + p + op + "_pred_on.sum");
@@ -64,7 +64,11 @@ std::vector<std::string> counter_metrics(const std::vector<std::string>& tensor_
 GpuCountedWork gpu_work_from_metrics(const std::map<std::string, double>& metrics) {
   GpuCountedWork w;
   w.bytes_by_level["HBM"] = value_of(metrics, "dram__bytes_read.sum") + value_of(metrics, kDramBytesWritten);
-  w.bytes_by_level["L2"] = value_of(metrics, "lts__t_bytes.sum");
+  // L2: the sectors the SMs ask of it. lts__t_bytes also counts a request again where it crosses
+  // the fabric to the other L2 partition (lts__t_sectors_srcunit_ltcfabric), and so read 1.5x
+  // every streaming operator's traffic on the H200. Recordings without the SM sectors keep it.
+  w.bytes_by_level["L2"] = metrics.count(kL2SectorsFromSms) ? 32 * value_of(metrics, kL2SectorsFromSms)
+                                                            : value_of(metrics, "lts__t_bytes.sum");
   // l1tex__t_bytes is the global/local traffic through L1 and misses shared memory (a BF16 GEMM on the
   // H100: 12 KB against ~26 M shared wavefronts). The level is counted only for a launch that did no
   // shared-memory work, where it is the whole L1 traffic; otherwise it keeps its analytic bytes.

@@ -3,6 +3,7 @@
 // counted pass's cache control, and malformed input (a metric missing, a negative value).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -47,7 +48,8 @@ TEST(GpuCounters, TensorMetricsOncePerSourceType) {
   const auto got = gpu::tensor_metrics_of(f["gh100_tensor_base_metrics"].get<std::vector<std::string>>());
   EXPECT_EQ(got, f["expected_tensor_metrics"].get<std::vector<std::string>>());
   const auto all = gpu::counter_metrics(got);
-  EXPECT_EQ(all.size(), 5 + 9 + got.size());  // 4 byte metrics, shared wavefronts, 9 FP instruction counts
+  // 4 byte metrics, shared wavefronts, 2 L2 sector counts, 9 FP instruction counts
+  EXPECT_EQ(all.size(), 5 + 2 + 9 + got.size());
   EXPECT_EQ(all.front(), "dram__bytes_read.sum");
 }
 
@@ -128,4 +130,20 @@ TEST(GpuCounters, WriteBackAfterTheLaunchCountsAtHbm) {
   EXPECT_DOUBLE_EQ(w.bytes_by_level.at("HBM"), inside + 24e6);
   EXPECT_EQ(w.bytes_by_level.at("L2"), gpu::gpu_work_from_metrics(pass.metrics).bytes_by_level.at("L2"));
   EXPECT_EQ(w.flops, gpu::gpu_work_from_metrics(pass.metrics).flops);
+}
+
+// L2 is the sectors the SMs ask of it (32 bytes each): lts__t_bytes also counts the requests that
+// cross the fabric to the other partition (a streaming RMSNorm on the H200: 67.4 MB from the SMs,
+// 34.1 MB again over the fabric, 102.0 MB in lts__t_bytes). A recording without the SM sectors
+// keeps lts__t_bytes.
+TEST(GpuCounters, L2IsWhatTheSmsAskNotTheFabricHopsToo) {
+  auto m = metrics_of(fixture());
+  const double lts = m.at("lts__t_bytes.sum");
+  EXPECT_DOUBLE_EQ(gpu::gpu_work_from_metrics(m).bytes_by_level.at("L2"), lts);
+  m[gpu::kL2SectorsFromSms] = 2.1e6;
+  m[gpu::kL2SectorsOverFabric] = 1.05e6;
+  EXPECT_DOUBLE_EQ(gpu::gpu_work_from_metrics(m).bytes_by_level.at("L2"), 32 * 2.1e6);
+  const auto all = gpu::counter_metrics({});
+  EXPECT_NE(std::find(all.begin(), all.end(), gpu::kL2SectorsFromSms), all.end());
+  EXPECT_NE(std::find(all.begin(), all.end(), gpu::kL2SectorsOverFabric), all.end());
 }

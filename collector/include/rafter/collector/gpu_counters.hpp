@@ -25,6 +25,10 @@ std::vector<std::string> tensor_metrics_of(const std::vector<std::string>& base_
 // Shared-memory wavefronts (ld/st.shared, atomics, wgmma operand reads): recorded with every count;
 // the "shared" level is counted only where this is 0 (see gpu_work_from_metrics).
 inline constexpr const char* kSharedWavefronts = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum";
+// L2 sectors (32 bytes) the SMs (L1TEX) ask for, and those forwarded over the fabric between the L2
+// partitions (recorded beside them; lts__t_bytes counts both).
+inline constexpr const char* kL2SectorsFromSms = "lts__t_sectors_srcunit_tex.sum";
+inline constexpr const char* kL2SectorsOverFabric = "lts__t_sectors_srcunit_ltcfabric.sum";
 
 struct GpuCountedWork {
   std::map<std::string, double> bytes_by_level;  // "shared" (L1TEX), "L2", "HBM"
