@@ -330,7 +330,6 @@ struct RangeProfiler {
   }
 };
 
-// Sums each metric over the ranges (kernels) in the counter data; returns the number of ranges.
 // Sums the metrics over the launch's ranges into `out`; with `trailer`, the last range (the read-flush
 // after the launch) goes into *trailer instead. Returns the ranges summed into `out`.
 int sum_ranges(const Host& host, std::vector<std::uint8_t>& data, std::vector<const char*>& names,
