@@ -147,3 +147,31 @@ TEST(GpuCounters, L2IsWhatTheSmsAskNotTheFabricHopsToo) {
   EXPECT_NE(std::find(all.begin(), all.end(), gpu::kL2SectorsFromSms), all.end());
   EXPECT_NE(std::find(all.begin(), all.end(), gpu::kL2SectorsOverFabric), all.end());
 }
+
+// Values recorded on an H200 with CUPTI 13.4's cache control (tests/fixtures/gpu_counters/
+// h200_cupti134.json): lts__t_bytes is the SMs' sectors plus the fabric's, the SMs' sectors are the
+// streaming operators' L2 model, and with the write-back counted behind the launch their HBM bytes
+// are the model's (the GEMM's are not: its tiles re-read operands).
+TEST(GpuCounters, RecordedH200CountsUnderCacheControl) {
+  std::ifstream in(std::string(RAFTER_SOURCE_DIR) + "/tests/fixtures/gpu_counters/h200_cupti134.json");
+  const auto f = nlohmann::json::parse(in);
+  for (const auto& [name, rec] : f["records"].items()) {
+    gpu::CountedPass pass;
+    for (const auto& [k, v] : rec["metrics"].items()) pass.metrics[k] = v.get<double>();
+    pass.hbm_written_after = rec["hbm_written_after_bytes"].get<double>();
+    const gpu::GpuCountedWork w = gpu::counted_work(pass);
+    const auto& m = pass.metrics;
+    EXPECT_NEAR(m.at("lts__t_bytes.sum"), 32 * (m.at(gpu::kL2SectorsFromSms) + m.at(gpu::kL2SectorsOverFabric)),
+                0.01 * m.at("lts__t_bytes.sum"))
+        << name;
+    EXPECT_DOUBLE_EQ(w.bytes_by_level.at("L2"), 32 * m.at(gpu::kL2SectorsFromSms)) << name;
+    EXPECT_DOUBLE_EQ(w.bytes_by_level.at("HBM"),
+                     m.at("dram__bytes_read.sum") + m.at(gpu::kDramBytesWritten) + pass.hbm_written_after)
+        << name;
+    if (name == "gemm_bf16_prefill") continue;
+    const double model_hbm = rec["model_bytes"]["HBM"], model_l2 = rec["model_bytes"]["L2"];
+    EXPECT_NEAR(w.bytes_by_level.at("HBM") / model_hbm, 1.0, 0.01) << name;
+    EXPECT_NEAR(w.bytes_by_level.at("L2") / model_l2, 1.0, 0.01) << name;
+    EXPECT_GT(m.at("lts__t_bytes.sum") / model_l2, 1.4) << name;  // what the L2 level read before
+  }
+}
