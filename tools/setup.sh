@@ -33,14 +33,15 @@ fi
 # project-local venv that CMake finds by a hint. The marker holds what was installed: a new list
 # installs again.
 nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-venv_wants="nvidia-nvml-dev==13.0.87 nvidia-cudnn-frontend==1.32.0 nvidia-cuda-cupti==13.4.92"
+nvml_pin="nvidia-nvml-dev==13.0.87" frontend_pin="nvidia-cudnn-frontend==1.32.0" cupti_pin="nvidia-cuda-cupti==13.4.92"
+venv_wants="$nvml_pin $frontend_pin $cupti_pin"
 if [ "$cuda" != OFF ] && [ -x "$nvcc_bin" ] && [ "$(cat .venv/.rafter-ok 2>/dev/null)" != "$venv_wants" ]; then
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check "nvidia-nvml-dev==13.0.87" \
+  .venv/bin/pip install -q --disable-pip-version-check "$nvml_pin" \
     || echo "setup: NVML headers unavailable; clocks will come from CUDA attributes"
-  .venv/bin/pip install -q --disable-pip-version-check --no-deps "nvidia-cudnn-frontend==1.32.0" \
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps "$frontend_pin" \
     || echo "setup: cuDNN frontend unavailable; cuDNN attention will not be built"
-  .venv/bin/pip install -q --disable-pip-version-check --no-deps "nvidia-cuda-cupti==13.4.92" \
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps "$cupti_pin" \
     || echo "setup: CUPTI 13.4 unavailable; GPU counters use the toolkit's CUPTI, without cache control"
   echo "$venv_wants" > .venv/.rafter-ok
 fi

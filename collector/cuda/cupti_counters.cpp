@@ -207,19 +207,22 @@ struct Host {
 };
 
 // The range profiler enabled on a context for the life of this object, under a cache control where
-// the CUPTI at hand has one (13.4 on; `cache_control` then says what it ran under).
+// the CUPTI at hand has one (13.4 on; `cache_control` then says what it ran under, `resets_l2`
+// whether it resets L2 before each pass).
 struct RangeProfiler {
   CUpti_RangeProfiler_Object* object = nullptr;
   std::size_t max_ranges = kFewRanges;
   CacheControl asked = CacheControl::None;
   std::string cache_control;
+  bool resets_l2 = false;
+  std::uint32_t cupti_version = 0;  // cuptiGetVersion() of the libcupti loaded
   RangeProfiler(CUcontext ctx, std::size_t ranges, CacheControl cache) : max_ranges(ranges), asked(cache) {
     // The parameters as CUPTI 13.0 knew them (no cache control): what an older libcupti takes.
     auto p = params<CUpti_RangeProfiler_Enable_Params>(
         CUPTI_PROFILER_STRUCT_SIZE(CUpti_RangeProfiler_Enable_Params, pRangeProfilerObject));
     p.ctx = ctx;
-    std::uint32_t loaded = 0;
-    cuptiGetVersion(&loaded);
+    cuptiGetVersion(&cupti_version);
+    const std::uint32_t loaded = cupti_version;
     cache_control = to_string(cache);
     if (cache != CacheControl::None && (CUPTI_API_VERSION < 130400 || loaded < 130400))
       cache_control = "none (CUPTI " + std::to_string(std::min<std::uint32_t>(CUPTI_API_VERSION, loaded)) +
@@ -233,6 +236,7 @@ struct RangeProfiler {
       const CUptiResult r = cuptiRangeProfilerEnable(&c);
       if (r == CUPTI_SUCCESS) {
         object = c.pRangeProfilerObject;
+        resets_l2 = true;
         return;
       }
       if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) check(r, "cuptiRangeProfilerEnable");
@@ -464,9 +468,8 @@ CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pas
     // outside its count as outside its time: the same read-flush right behind it, in a range of its
     // own, counts that write-back (the flush itself only reads). Not with one user range around the
     // launch, nor under kernel replay (diagnostics).
-    const bool tail = before_each_pass && cache != CacheControl::None &&
-                      profiler.cache_control == to_string(cache) && !user_range() &&
-                      replay_mode() == CUPTI_UserReplay;
+    const bool tail =
+        before_each_pass && profiler.resets_l2 && !user_range() && replay_mode() == CUPTI_UserReplay;
     std::vector<std::uint8_t> data = profiler.counter_data(counting.names);
     profiler.configure(counting.config, data);
     const auto [passes, dropped] =
@@ -478,7 +481,7 @@ CountedPass count_launch(const LaunchFn& launch, const LaunchFn& before_each_pas
     out.passes = passes;
     out.replay = replay_mode() == CUPTI_KernelReplay ? "kernel" : "user";
     out.cache_control = profiler.cache_control;
-    if (std::uint32_t v = 0; cuptiGetVersion(&v) == CUPTI_SUCCESS) out.cupti_version = int(v);
+    out.cupti_version = int(profiler.cupti_version);
     std::map<std::string, double> after;
     out.kernels = sum_ranges(counting.host, data, counting.names, out.metrics, tail ? &after : nullptr);
     if (tail) out.hbm_written_after = after.at(kDramBytesWritten);

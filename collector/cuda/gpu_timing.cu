@@ -172,14 +172,11 @@ nlohmann::json count_once(const LaunchFn& launch, const GpuTimingOptions& option
   try {
     const CountedPass pass = count_launch(launch, before, options.device, counter_metrics_for(options.device));
     const GpuCountedWork work = counted_work(pass);
-    return {{"status", status.summary()},
-            {"bytes_per_launch", work.bytes_by_level},
-            {"flops_per_launch", work.flops},
-            {"passes", pass.passes},
-            {"kernels", pass.kernels},
-            {"cache_control", pass.cache_control},
-            {"hbm_written_after_bytes", pass.hbm_written_after},
-            {"cupti_version", pass.cupti_version}};
+    nlohmann::json j = counted_pass_details(pass);
+    j["status"] = status.summary();
+    j["bytes_per_launch"] = work.bytes_by_level;
+    j["flops_per_launch"] = work.flops;
+    return j;
   } catch (const std::exception& e) {
     return {{"status", std::string("unavailable (") + e.what() + ")"}};
   }

@@ -96,6 +96,14 @@ GpuCountedWork counted_work(const CountedPass& pass) {
   return w;
 }
 
+nlohmann::json counted_pass_details(const CountedPass& pass) {
+  return {{"passes", pass.passes},
+          {"kernels", pass.kernels},
+          {"cache_control", pass.cache_control},
+          {"hbm_written_after_bytes", pass.hbm_written_after},
+          {"cupti_version", pass.cupti_version}};
+}
+
 CacheControl cache_control_for(bool cold, const char* env) {
   if (!env || !*env) return cold ? CacheControl::All : CacheControl::None;
   const std::string v = env;

@@ -130,6 +130,14 @@ TEST(GpuCounters, WriteBackAfterTheLaunchCountsAtHbm) {
   EXPECT_DOUBLE_EQ(w.bytes_by_level.at("HBM"), inside + 24e6);
   EXPECT_EQ(w.bytes_by_level.at("L2"), gpu::gpu_work_from_metrics(pass.metrics).bytes_by_level.at("L2"));
   EXPECT_EQ(w.flops, gpu::gpu_work_from_metrics(pass.metrics).flops);
+  // What a counted record and a probe both say of the pass.
+  pass.passes = 8, pass.kernels = 1, pass.cache_control = "all", pass.cupti_version = 130401;
+  const auto d = gpu::counted_pass_details(pass);
+  EXPECT_EQ(d.at("passes"), 8);
+  EXPECT_EQ(d.at("kernels"), 1);
+  EXPECT_EQ(d.at("cache_control"), "all");
+  EXPECT_DOUBLE_EQ(d.at("hbm_written_after_bytes").get<double>(), 24e6);
+  EXPECT_EQ(d.at("cupti_version"), 130401);
 }
 
 // L2 is the sectors the SMs ask of it (32 bytes each): lts__t_bytes also counts the requests that

@@ -69,16 +69,12 @@ void count_into_record(const StreamFn& op, bool flush_l2, const ExecContext& ctx
   const gpu::GpuCountedWork work = gpu::counted_work(pass);
   for (const auto& [level, bytes] : work.bytes_by_level) set_counted_bytes(record, level, bytes);
   record.flops_counted = work.flops;
-  record.details["counters"] = {{"status", status.summary()},
-                                {"metrics", pass.metrics},
-                                {"passes", pass.passes},
-                                {"kernels", pass.kernels},
-                                {"seconds", pass.seconds},
-                                {"replay", pass.replay},
-                                {"l2_flushed_before_each_pass", flush_l2},
-                                {"cache_control", pass.cache_control},
-                                {"hbm_written_after_bytes", pass.hbm_written_after},
-                                {"cupti_version", pass.cupti_version}};
+  nlohmann::json& details = record.details["counters"] = gpu::counted_pass_details(pass);
+  details["status"] = status.summary();
+  details["metrics"] = pass.metrics;
+  details["seconds"] = pass.seconds;
+  details["replay"] = pass.replay;
+  details["l2_flushed_before_each_pass"] = flush_l2;
 }
 
 }  // namespace rafter::workloads::cuda

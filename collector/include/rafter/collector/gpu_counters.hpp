@@ -88,6 +88,10 @@ inline constexpr const char* kDramBytesWritten = "dram__bytes_write.sum";
 // traffic the launch causes at that level, as the analytic model counts it.
 GpuCountedWork counted_work(const CountedPass& pass);
 
+// What every counted record and probe says of its pass: passes, kernels, cache_control,
+// hbm_written_after_bytes, cupti_version (callers add their own fields).
+nlohmann::json counted_pass_details(const CountedPass& pass);
+
 // Runs `launch` on `device` under CUPTI user replay, once per pass the metrics need, and sums
 // `metrics` over its kernels. `before_each_pass` (the L2 flush of a cold timing; may be empty)
 // runs ahead of each pass outside the counted range, so that every pass starts from the cache
