@@ -33,4 +33,4 @@ cmake -S . -B "$rafter_build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAFTER_C
   ${cudnn_fe_inc:+-DCUDNN_FRONTEND_INCLUDE_DIR=$cudnn_fe_inc} \
   $([ -f /opt/deps/cupti/nvidia/cu13/lib/libcupti.so.13 ] && echo -DRAFTER_CUPTI_ROOT=/opt/deps/cupti/nvidia/cu13) \
   ${RAFTER_CMAKE_ARGS:-} \
-  && cmake --build "$rafter_build_dir" -j 16 ${RAFTER_BUILD_TARGETS:+--target $RAFTER_BUILD_TARGETS}
+  && cmake --build "$rafter_build_dir" -j "$(nproc)" ${RAFTER_BUILD_TARGETS:+--target $RAFTER_BUILD_TARGETS}
