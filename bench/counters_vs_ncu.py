@@ -4,6 +4,8 @@
 Use: counters_vs_ncu.py table OUT NAME...   (reads OUT/NAME.rafter.json and OUT/NAME.ncu.csv)
      counters_vs_ncu.py repeat OUT NAME...  (each tool against its own repeat: OUT/rafter_repeat,
                                              OUT/ncu_repeat from `counters_vs_ncu.sh ... variants`)
+     counters_vs_ncu.py writeback OUT NAME... (HBM writes with the write-back behind the launch:
+                                             OUT/ncu_writeback from `counters_vs_ncu.sh ... variants`)
      counters_vs_ncu.py metrics RUN_JSON [--no-sass]
                                              (prints the metric list rafter counted, comma-separated;
                                              --no-sass leaves out the SASS instruction counts, which
@@ -97,8 +99,8 @@ def table(out_dir, names):
     per_op = {}  # name -> worst |rafter/ncu - 1| over its nonzero ncu figures
     # The same, each figure's difference beyond the two tools' own run-to-run spread (where measured).
     per_op_spread = {}
-    # The same without HBM writes: CUPTI's range counts the write-back of the kernel's dirty L2 lines,
-    # ncu's kernel measurement stops before it (docs/gpu-counters.md).
+    # The same without HBM writes: ncu's count also holds about 2.4 MB of L2 lines left dirty before
+    # its range (not the operator's) that a large launch evicts (docs/gpu-counters.md; `writeback`).
     per_op_no_write = {}
     for name in names:
         try:
@@ -144,6 +146,26 @@ def table(out_dir, names):
               f"worst {max(d.values(), default=0.0):.3%}")
 
 
+def writeback(out_dir, names):
+    """HBM writes with the write-back behind the launch: rafter's in-window count plus its range
+    behind the launch (what the record's counted HBM bytes hold) against ncu's count over an NVTX
+    range holding the launch and the same read-flush (variant ncu_writeback). Only writes compare:
+    the range also holds the flush's reads."""
+    print(f"{'operator':20} {'rafter inside':>14} {'behind':>12} {'rafter total':>13} {'ncu range':>12} {'ratio':>8}")
+    for name in names:
+        try:
+            _, c = counted_record(f"{out_dir}/{name}.rafter.json")
+            n, _ = ncu_sums(f"{out_dir}/{name}.ncu.csv")
+        except (OSError, SystemExit, IndexError) as e:
+            print(f"{name:20} no comparison ({e})")
+            continue
+        inside, behind = c["metrics"].get("dram__bytes_write.sum", 0.0), c.get("hbm_written_after_bytes", 0.0)
+        theirs = n.get("dram__bytes_write.sum", 0.0)
+        ratio = (inside + behind) / theirs if theirs else float("nan")
+        print(f"{name:20} {inside:14.6g} {behind:12.6g} {inside + behind:13.6g} {theirs:12.6g} {ratio:8.4f}"
+              f"  {'within 1 %' if abs(ratio - 1) <= 0.01 else 'OUTSIDE 1 %'}")
+
+
 def repeat(out_dir, names):
     """Run-to-run spread of each tool: its first count over its repeat, per figure where one moves."""
     print(f"{'operator':20} {'figure':20} {'rafter/rafter':>14} {'ncu/ncu':>10}")
@@ -164,6 +186,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "metrics":
         names = counted_record(sys.argv[2])[1]["metrics"]
         print(",".join(m for m in names if "--no-sass" not in sys.argv or not m.startswith("sm__sass_")))
+    elif sys.argv[1] == "writeback":
+        writeback(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "repeat":
         repeat(sys.argv[2], sys.argv[3:])
     else:

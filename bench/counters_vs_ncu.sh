@@ -10,7 +10,8 @@
 # kernel replay, a repeat) and by ncu (default cache and clock control, no cache control, a repeat,
 # range and application-range replay with or without cache control; range replay cannot collect
 # the SASS instruction counts, so those are left out there), one table each (OUT/variants.txt):
-# where the two tools' methods differ, which figure moves.
+# where the two tools' methods differ, which figure moves. ncu_writeback: ncu over a range that also
+# holds the read-flush behind the launch, against the HBM writes rafter records (inside + behind).
 # Use: bash bench/counters_vs_ncu.sh BUILD OUT [ops|discover|step|variants|all]
 set -u
 build=${1:-build-dev}
@@ -82,7 +83,13 @@ if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
                         [ncu_range]="--replay-mode range --cache-control all --clock-control none"
                         [ncu_app_range]="--replay-mode app-range --cache-control all --clock-control none"
                         [ncu_app_range_nocache]="--replay-mode app-range --cache-control none --clock-control none"
+                        [ncu_writeback]="--replay-mode app-range --cache-control all --clock-control none"
                         [ncu_repeat]="$ncu_conditions")
+  # ncu_writeback: the NVTX range also holds the read-flush behind the launch (RAFTER_NVTX_WRITEBACK),
+  # so ncu counts the launch's HBM writes with the write-back of the lines it left dirty in L2, as
+  # rafter's record does (its range behind the launch); only that figure compares (the flush's own
+  # reads are in the range): bench/counters_vs_ncu.py writeback OUT/ncu_writeback NAME...
+  declare -A ncu_env=([ncu_writeback]="RAFTER_NVTX_WRITEBACK=1")
   # rafter_*: rafter counts again (kernel replay, or the same mode a second time for its own
   # run-to-run spread) against the first ncu table.
   # rafter_user_range: one CUPTI user range around the launch instead of one auto range per kernel.
@@ -100,14 +107,15 @@ if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
       else
         ln -sf "../$name.rafter.json" "$out/$v/$name.rafter.json"
         metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/$name.rafter.json" \
-          $([[ $v == *range* ]] && echo --no-sass)) || continue
-        RAFTER_GPU_COUNTERS=off timeout ${VARIANT_TIMEOUT_S:-240} "$ncu" ${ncu_flags[$v]} --nvtx --nvtx-include "rafter_counted/" \
+          $([[ $v == *range* || $v == ncu_writeback ]] && echo --no-sass)) || continue
+        env RAFTER_GPU_COUNTERS=off ${ncu_env[$v]:-} timeout ${VARIANT_TIMEOUT_S:-240} "$ncu" ${ncu_flags[$v]} --nvtx --nvtx-include "rafter_counted/" \
           --metrics "$metrics" --csv --page raw --print-units base --log-file "$out/$v/$name.ncu.csv" \
           $rafter profile $args "${common[@]}" -o "$out/$v/$name.ncu_run.json" > "$out/$v/$name.ncu_run.txt" 2>&1
       fi
     done
     echo "### $v" >> "$out/variants.txt"
-    python3 bench/counters_vs_ncu.py table "$out/$v" $vops >> "$out/variants.txt"
+    if [ "$v" = ncu_writeback ]; then python3 bench/counters_vs_ncu.py writeback "$out/$v" $vops >> "$out/variants.txt"
+    else python3 bench/counters_vs_ncu.py table "$out/$v" $vops >> "$out/variants.txt"; fi
   done
 fi
 
