@@ -102,14 +102,18 @@ print(f"rank 0's step: {total * 1e3:.2f} ms of which all-reduce {secs(comm) * 1e
 PY
   stamp "tp"
 fi
-# Stage grid (4 GPUs or more, mpirun; not in the default): the TP×DP grid's collectives of a Llama-2
-# 7B training step, --tp GPUS/2 --dp 2 --zero 1: TP all-reduces over consecutive ranks, the ZeRO
-# reduce-scatter and all-gather over ranks GPUS/2 apart (stride), every group at once.
+# Stage grid (4 GPUs or more, mpirun; not in the default): the TP×DP grid's collectives of a
+# training step (GRID_MODEL, default llama2-7b), --tp GRID_TP (default GPUS/2) --dp GPUS/GRID_TP
+# --zero 1: TP all-reduces over consecutive ranks, the ZeRO reduce-scatter and all-gather over ranks
+# GRID_TP apart (stride), every group at once. On eight GPUs (issue 17):
+#   TP=8 TP_MODEL=llama2-70b TP_PHASE=train GRID_MODEL=llama2-70b GRID_TP=4 \
+#   STAGES="build topo profile torch tp grid report" bash bench/collectives_vs_torch.sh
+grid_tp=${GRID_TP:-$(( gpus / 2 ))}
 if has grid && [ "$gpus" -ge 4 ] && command -v mpirun >/dev/null; then
-  timeout 300 "${mpi[@]}" -np "$gpus" "$rafter" profile --device cuda --model llama2-7b --phase train \
-    --seq 4096 --tp $(( gpus / 2 )) --dp 2 --zero 1 --filter 'all_reduce|reduce_scatter|all_gather' --quick \
-    -o "$out/grid.json" >"$out/grid.log" 2>&1
-  echo "grid (tp $(( gpus / 2 )) x dp 2, zero 1): exit $?"; tail -14 "$out/grid.log"
+  timeout "${GRID_TIMEOUT:-300}" "${mpi[@]}" -np "$gpus" "$rafter" profile --device cuda --model "${GRID_MODEL:-llama2-7b}" \
+    --phase train --seq 4096 --tp "$grid_tp" --dp $(( gpus / grid_tp )) --zero 1 \
+    --filter 'all_reduce|reduce_scatter|all_gather' --quick -o "$out/grid.json" >"$out/grid.log" 2>&1
+  echo "grid (${GRID_MODEL:-llama2-7b}, tp $grid_tp x dp $(( gpus / grid_tp )), zero 1): exit $?"; tail -14 "$out/grid.log"
   stamp "grid"
 fi
 if has p2p && [ "$gpus" -ge 2 ]; then
@@ -159,8 +163,8 @@ gpu["ceilings"] += [c for c in comm["ceilings"] if c["device"] == "cuda:0"]
 json.dump(gpu, open(sys.argv[3], "w"), indent=1)
 PY
   "$rafter" report -m "$out/machine-step.json" "$tp_json" 2>&1 | grep -v "^note: .*no bandwidth roof" | head -70
-  # The grid's collectives (stage grid, run before) on the same roofs: TP on nccl:2's consecutive
-  # groups, the ZeRO ones (stride GPUS/2) on the same group size.
+  # The grid's collectives (stage grid, run before) on the same roofs: TP on nccl:GRID_TP's
+  # consecutive groups, the ZeRO ones (stride GRID_TP) on nccl:<data ranks>.
   [ -f "$out/grid.json" ] && "$rafter" report -m "$out/machine-step.json" "$out/grid.json" 2>&1 | head -30
   stamp "report"
 fi
