@@ -107,7 +107,7 @@ fi
 # --zero 1: TP all-reduces over consecutive ranks, the ZeRO reduce-scatter and all-gather over ranks
 # GRID_TP apart (stride), every group at once. On eight GPUs (issue 17):
 #   TP=8 TP_MODEL=llama2-70b TP_PHASE=train GRID_MODEL=llama2-70b GRID_TP=4 \
-#   STAGES="build topo profile torch tp grid report" bash bench/collectives_vs_torch.sh
+#   STAGES="tp grid report" bash bench/collectives_vs_torch.sh   (after a call with stage build)
 grid_tp=${GRID_TP:-$(( gpus / 2 ))}
 if has grid && [ "$gpus" -ge 4 ] && command -v mpirun >/dev/null; then
   timeout "${GRID_TIMEOUT:-300}" "${mpi[@]}" -np "$gpus" "$rafter" profile --device cuda --model "${GRID_MODEL:-llama2-7b}" \
