@@ -95,6 +95,18 @@ def own_spread(out_dir, name):
     return {k: abs(a[k] / b[k] - 1) + abs(c[k] / d[k] - 1) for k in a if b.get(k) and c.get(k) and d.get(k)}
 
 
+def both_counts(out_dir, name, missing):
+    """rafter's counted record and ncu's sums for one operator: (record, counters, ncu sums, ncu's
+    kernels), or None after printing `missing` (formatted with name and e) where one is absent."""
+    try:
+        rec, c = counted_record(f"{out_dir}/{name}.rafter.json")
+        n, kernels = ncu_sums(f"{out_dir}/{name}.ncu.csv")
+    except (OSError, SystemExit, IndexError) as e:
+        print(missing.format(name=name, e=e))
+        return None
+    return rec, c, n, kernels
+
+
 def table(out_dir, names):
     per_op = {}  # name -> worst |rafter/ncu - 1| over its nonzero ncu figures
     # The same, each figure's difference beyond the two tools' own run-to-run spread (where measured).
@@ -103,12 +115,10 @@ def table(out_dir, names):
     # its range (not the operator's) that a large launch evicts (docs/gpu-counters.md; `writeback`).
     per_op_no_write = {}
     for name in names:
-        try:
-            rec, c = counted_record(f"{out_dir}/{name}.rafter.json")
-            n, kernels = ncu_sums(f"{out_dir}/{name}.ncu.csv")
-        except (OSError, SystemExit, IndexError) as e:
-            print(f"\n## {name}: no comparison ({e})")
+        pair = both_counts(out_dir, name, "\n## {name}: no comparison ({e})")
+        if pair is None:
             continue
+        rec, c, n, kernels = pair
         print(f"\n## {name} ({rec['op']} {rec['precision']} {rec.get('shape')}): rafter {c['kernels']} kernels, "
               f"{c['passes']} passes, {c['seconds']:.2f} s, cache control {c.get('cache_control', '?')} "
               f"(CUPTI {c.get('cupti_version', '?')}); ncu {len(kernels)} kernels")
@@ -153,12 +163,10 @@ def writeback(out_dir, names):
     the range also holds the flush's reads."""
     print(f"{'operator':20} {'rafter inside':>14} {'behind':>12} {'rafter total':>13} {'ncu range':>12} {'ratio':>8}")
     for name in names:
-        try:
-            _, c = counted_record(f"{out_dir}/{name}.rafter.json")
-            n, _ = ncu_sums(f"{out_dir}/{name}.ncu.csv")
-        except (OSError, SystemExit, IndexError) as e:
-            print(f"{name:20} no comparison ({e})")
+        pair = both_counts(out_dir, name, "{name:20} no comparison ({e})")
+        if pair is None:
             continue
+        _, c, n, _ = pair
         inside, behind = c["metrics"].get("dram__bytes_write.sum", 0.0), c.get("hbm_written_after_bytes", 0.0)
         theirs = n.get("dram__bytes_write.sum", 0.0)
         ratio = (inside + behind) / theirs if theirs else float("nan")
