@@ -4,8 +4,11 @@
 Use: counters_vs_ncu.py table OUT NAME...   (reads OUT/NAME.rafter.json and OUT/NAME.ncu.csv)
      counters_vs_ncu.py repeat OUT NAME...  (each tool against its own repeat: OUT/rafter_repeat,
                                              OUT/ncu_repeat from `counters_vs_ncu.sh ... variants`)
-     counters_vs_ncu.py writeback OUT NAME... (HBM writes with the write-back behind the launch:
-                                             OUT/ncu_writeback from `counters_vs_ncu.sh ... variants`)
+     counters_vs_ncu.py writeback OUT NAME... [--floor GEMM]
+                                             (HBM writes with the write-back behind the launch:
+                                             OUT/ncu_writeback from `counters_vs_ncu.sh ... variants`;
+                                             --floor: less each tool's writes that are not the
+                                             operator's, from a GEMM with a small output)
      counters_vs_ncu.py metrics RUN_JSON [--no-sass]
                                              (prints the metric list rafter counted, comma-separated;
                                              --no-sass leaves out the SASS instruction counts, which
@@ -156,22 +159,38 @@ def table(out_dir, names):
               f"worst {max(d.values(), default=0.0):.3%}")
 
 
-def writeback(out_dir, names):
+def writeback(out_dir, names, floor=None):
     """HBM writes with the write-back behind the launch: rafter's in-window count plus its range
     behind the launch (what the record's counted HBM bytes hold) against ncu's count over an NVTX
     range holding the launch and the same read-flush (variant ncu_writeback). Only writes compare:
-    the range also holds the flush's reads."""
-    print(f"{'operator':20} {'rafter inside':>14} {'behind':>12} {'rafter total':>13} {'ncu range':>12} {'ratio':>8}")
+    the range also holds the flush's reads. With `floor` (a GEMM among names whose BF16 output,
+    m x n x batch x 2 bytes, is small), each tool's writes beyond that output on the floor GEMM are
+    its own floor (lines dirty before the range that are not the operator's), and a last column
+    compares each operator's writes less each tool's floor."""
+    rows = {}
     for name in names:
         pair = both_counts(out_dir, name, "{name:20} no comparison ({e})")
-        if pair is None:
-            continue
-        _, c, n, _ = pair
-        inside, behind = c["metrics"].get("dram__bytes_write.sum", 0.0), c.get("hbm_written_after_bytes", 0.0)
-        theirs = n.get("dram__bytes_write.sum", 0.0)
+        if pair is not None:
+            rec, c, n, _ = pair
+            rows[name] = (rec, c["metrics"].get("dram__bytes_write.sum", 0.0), c.get("hbm_written_after_bytes", 0.0),
+                          n.get("dram__bytes_write.sum", 0.0))
+    floors = (0.0, 0.0)
+    if floor in rows:
+        rec, inside, behind, theirs = rows[floor]
+        shape = rec.get("shape", {})
+        output = 2.0 * shape.get("m", 0) * shape.get("n", 0) * shape.get("batch", 1)
+        floors = (inside + behind - output, theirs - output)
+        print(f"floor ({floor}, output {output:.6g} B): rafter {floors[0]:.6g} B, ncu {floors[1]:.6g} B")
+    print(f"{'operator':20} {'rafter inside':>14} {'behind':>12} {'rafter total':>13} {'ncu range':>12} {'ratio':>8}"
+          + (f"  {'less floors':>12}" if floor in rows else ""))
+    for name, (_, inside, behind, theirs) in rows.items():
         ratio = (inside + behind) / theirs if theirs else float("nan")
-        print(f"{name:20} {inside:14.6g} {behind:12.6g} {inside + behind:13.6g} {theirs:12.6g} {ratio:8.4f}"
-              f"  {'within 1 %' if abs(ratio - 1) <= 0.01 else 'OUTSIDE 1 %'}")
+        line = (f"{name:20} {inside:14.6g} {behind:12.6g} {inside + behind:13.6g} {theirs:12.6g} {ratio:8.4f}"
+                f"  {'within 1 %' if abs(ratio - 1) <= 0.01 else 'OUTSIDE 1 %'}")
+        if floor in rows and name != floor and theirs > floors[1]:
+            less = (inside + behind - floors[0]) / (theirs - floors[1])
+            line += f"  {less:8.4f} {'within 1 %' if abs(less - 1) <= 0.01 else 'OUTSIDE 1 %'}"
+        print(line)
 
 
 def repeat(out_dir, names):
@@ -195,7 +214,11 @@ if __name__ == "__main__":
         names = counted_record(sys.argv[2])[1]["metrics"]
         print(",".join(m for m in names if "--no-sass" not in sys.argv or not m.startswith("sm__sass_")))
     elif sys.argv[1] == "writeback":
-        writeback(sys.argv[2], sys.argv[3:])
+        args, floor = sys.argv[3:], None
+        if "--floor" in args:
+            i = args.index("--floor")
+            floor, args = args[i + 1], args[:i] + args[i + 2:]
+        writeback(sys.argv[2], args, floor)
     elif sys.argv[1] == "repeat":
         repeat(sys.argv[2], sys.argv[3:])
     else:
