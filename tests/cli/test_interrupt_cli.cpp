@@ -154,7 +154,11 @@ TEST(InterruptCli, SecondSignalExitsAtOnceAndNeverTouchesThePreviousFile) {
 TEST(InterruptCli, SigtermMidProbeKeepsTheFinishedProbesCeilings) {
   const fs::path dir = make_temp_dir("sigterm");
   const fs::path out = dir / "machine.json";
-  Child child({"probe", "--device", "cpu", "--quick", "-o", out.string()}, dir);
+  // Two threads and working sets up to 64 MiB: the bandwidth probe's length must not grow with the
+  // host's cores and memory (16 cores and 128 GiB took it past the wait below under ctest -j6).
+  Child child({"probe", "--device", "cpu", "--quick", "--threads", "2", "--max-working-set", "64M", "-o",
+               out.string()},
+              dir);
   ASSERT_TRUE(child.wait_for("probe cpu 2/", 120)) << child.err();  // bandwidth finished, compute began
   child.signal(SIGTERM);
   EXPECT_EQ(child.wait_exit(), 143) << child.err();

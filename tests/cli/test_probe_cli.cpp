@@ -190,30 +190,41 @@ TEST(ProbeCli, BadInputIsOneLineExitTwoAndNothingWritten) {
 // RAFTER_CPU_ISA: an unknown value fails any verb with one line naming it; a held ISA is a ceiling
 // that an explicit --isa may not go above.
 TEST(ProbeCli, HeldIsaIsACeilingAndAnUnknownOneIsOneLine) {
+  const fs::path dir = rafter::testing::make_temp_dir("held-isa");
+  const std::string never = (dir / "never-written.json").string();
   const auto held = [](const std::string& isa, std::vector<std::string> args) {
     args.insert(args.begin(), {"RAFTER_CPU_ISA=" + isa, RAFTER_BINARY});
     return run_rafter(args, "env");
   };
-  for (const auto& args : {std::vector<std::string>{"probe", "--device", "cpu", "-o", "/tmp/rafter-never-written.json"},
-                           std::vector<std::string>{"profile", "--op", "gemm", "--m", "8", "--n", "8", "--k", "8"}}) {
+  for (const auto& args :
+       {std::vector<std::string>{"probe", "--device", "cpu", "-o", never},
+        std::vector<std::string>{"profile", "--op", "gemm", "--m", "8", "--n", "8", "--k", "8"}}) {
     const auto r = held("avx1024", args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
     EXPECT_NE(r.err.find("rafter: error: RAFTER_CPU_ISA=avx1024"), std::string::npos) << r.err;
   }
-  const auto wider = held("avx2", {"probe", "--device", "cpu", "--isa", "avx512", "-o", "/tmp/rafter-never-written.json"});
+  const auto wider = held("avx2", {"probe", "--device", "cpu", "--isa", "avx512", "-o", never});
   EXPECT_EQ(wider.exit_code, 2) << wider.err;
   ASSERT_EQ(wider.err_lines().size(), 1u) << wider.err;
   EXPECT_NE(wider.err.find("--isa avx512: wider than RAFTER_CPU_ISA=avx2"), std::string::npos) << wider.err;
-  EXPECT_FALSE(std::filesystem::exists("/tmp/rafter-never-written.json"));
+  EXPECT_TRUE(fs::is_empty(dir)) << "something was written";
+  fs::remove_all(dir);
 }
 
+// Where a GPU is present the probe runs (only its launch probe, so that finding out is quick) and
+// the test is skipped; either way its output goes to a folder of its own.
 TEST(ProbeCli, CudaWithoutGpuIsOneLineExitTwo) {
-  const auto r = run_rafter({"probe", "--device", "cuda", "-o", "/tmp/rafter-never-written.json"});
+  const fs::path dir = rafter::testing::make_temp_dir("cuda-no-gpu");
+  const auto r = run_rafter(
+      {"probe", "--device", "cuda", "--filter", "^cuda\\.launch$", "-o", (dir / "machine.json").string()});
+  const bool written = !fs::is_empty(dir);
+  fs::remove_all(dir);
   if (r.exit_code == 0) GTEST_SKIP() << "a GPU is present";
   EXPECT_EQ(r.exit_code, 2);
   ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
   EXPECT_NE(r.err.find("GPU"), std::string::npos) << r.err;
+  EXPECT_FALSE(written) << "something was written";
 }
 
 TEST(TopologyCli, TableAndJson) {

@@ -14,6 +14,7 @@
 #ifdef RAFTER_HAVE_CUDA
 #include "../../probes/cuda/gpu_model.hpp"
 #include "rafter/collector/gpu_timing.hpp"
+#include "run_cli.hpp"
 #endif
 
 namespace {
@@ -45,7 +46,10 @@ bool gpu_present() {
 
 TEST(ProbeCudaCli, NoGpuExitsTwoWithOneLine) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present";
-  Outcome o = run("probe --device cuda -o /tmp/rafter-test-cuda-machine.json");
+  const auto dir = rafter::testing::make_temp_dir("cuda-no-gpu");
+  Outcome o = run("probe --device cuda -o " + (dir / "machine.json").string());
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "something was written";
+  std::filesystem::remove_all(dir);
   EXPECT_EQ(o.exit_code, 2);
   ASSERT_FALSE(o.output.empty());
   EXPECT_EQ(o.output.find('\n'), o.output.size() - 1) << o.output;  // exactly one line
@@ -54,7 +58,10 @@ TEST(ProbeCudaCli, NoGpuExitsTwoWithOneLine) {
 
 TEST(ProbeCudaCli, NoGpuNamedIndexExitsTwo) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present";
-  Outcome o = run("probe --device cuda:3 -o /tmp/rafter-test-cuda-machine.json");
+  const auto dir = rafter::testing::make_temp_dir("cuda-no-gpu");
+  Outcome o = run("probe --device cuda:3 -o " + (dir / "machine.json").string());
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "something was written";
+  std::filesystem::remove_all(dir);
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(o.output.find('\n'), o.output.size() - 1) << o.output;
 }
