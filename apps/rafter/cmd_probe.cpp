@@ -3,10 +3,12 @@
 #include <fmt/core.h>
 
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "commands.hpp"
 #include "fp4_gemm_ceiling.hpp"
+#include "rafter/collector/environment.hpp"
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/interrupt.hpp"
 #include "rafter/collector/json_io.hpp"
@@ -22,6 +24,7 @@ struct ProbeArgs {
   std::string device = "cpu";
   std::string output = "machine.json";
   bool list = false;
+  bool replace = false;
   std::string max_working_set;
   double comm_timeout = Ranks::kDefaultTimeoutSeconds;
   probes::ProbeOptions options;
@@ -102,6 +105,29 @@ double parse_bytes(const std::string& text) {
   return v * scale;
 }
 
+// The profile already at the output path, read before anything is measured. A profile of this
+// host is merged into (merge_earlier: this run's probes replace their earlier ceilings, the rest
+// stay); anything else there is measured work too, so it is not overwritten unless --replace.
+std::optional<MachineProfile> earlier_profile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;  // none yet, or /dev/null
+  MachineProfile earlier;
+  try {
+    earlier = machine_profile_from_json(read_json_file(path), path);
+  } catch (const InputError& e) {
+    throw InputError(
+        fmt::format("-o {}: the file there is not a machine profile ({}); not overwritten (--replace "
+                    "overwrites it)",
+                    path, e.what()));
+  }
+  if (earlier.host != host_name())
+    throw InputError(
+        fmt::format("-o {}: the file there is a profile of host '{}', not of this one ('{}'); not "
+                    "overwritten (--replace overwrites it)",
+                    path, earlier.host, host_name()));
+  return earlier;
+}
+
 void run_probe(ProbeArgs& a) {
   if (a.list) {
     std::vector<std::vector<std::string>> rows = {{"probe", "device", "what it measures"}};
@@ -118,19 +144,34 @@ void run_probe(ProbeArgs& a) {
     check_writable(a.output);  // fail before minutes of measuring, not after
     lock.emplace(a.output);
   }
+  const std::optional<MachineProfile> earlier =
+      ranks.rank() == 0 && !a.replace ? earlier_profile(a.output) : std::nullopt;
   if (a.options.counters && a.device.rfind("cuda", 0) != 0)
     fmt::print(stderr, "rafter: note: --counters counts the GPU probes' launches (CUPTI); CPU ceilings stay uncounted\n");
   const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   MachineProfile profile = probes::characterize(a.device, a.options);
   if (ranks.rank() != 0) return;
   attach_fp4_gemm_datasheets(profile);
-  write_measured_file(a.output, to_json(profile).dump(2) + "\n");
   print_table(profile);
-  fmt::print("\nwrote {}\n", a.output);
+  const std::size_t measured = profile.ceilings.size();
+  std::string kept;
+  if (earlier) {
+    if (const std::string other = other_machine(*earlier, profile); !other.empty()) {
+      fmt::print(stderr, "rafter: note: replaced {}: {}\n", a.output, other);  // this host's hardware changed
+    } else {
+      profile = merge_earlier(*earlier, std::move(profile));
+      if (profile.conditions.contains("merged"))
+        kept = fmt::format(
+            ", keeping {} ceiling(s) of probes this run did not run (from {}; --replace drops them)",
+            profile.conditions["merged"].value("kept_ceilings", 0), earlier->timestamp);
+    }
+  }
+  write_measured_file(a.output, to_json(profile).dump(2) + "\n");
+  fmt::print("\nwrote {}{}\n", a.output, kept);
   if (!profile.interrupted.empty())
-    throw interrupted_status(fmt::format("wrote {} with {} ceiling(s) of the probes that finished; not run: {}",
-                                         a.output, profile.ceilings.size(),
-                                         profile.conditions.value("probes_not_run", nlohmann::json::array()).dump()));
+    throw interrupted_status(
+        fmt::format("wrote {} with {} ceiling(s) of the probes that finished; not run: {}", a.output,
+                    measured, profile.conditions.value("probes_not_run", nlohmann::json::array()).dump()));
 }
 
 }  // namespace
@@ -157,6 +198,9 @@ void add_probe_command(CLI::App& app) {
   sub->add_option("--comm-timeout", a->comm_timeout, "Seconds any wait for the other ranks may last (mpirun)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_flag("--replace", a->replace,
+                "Write only this run's ceilings (default: a profile of this machine at the output path keeps "
+                "the ceilings of the probes this run did not run)");
   sub->add_flag("--list", a->list, "List the probes and exit");
   sub->callback([a] { run_probe(*a); });
 }

@@ -3,6 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <set>
+#include <utility>
+
 #include "rafter/collector/error.hpp"
 #include "rafter/collector/json_io.hpp"
 
@@ -55,6 +58,44 @@ const Ceiling* MachineProfile::best(std::string_view device, CeilingKind kind, s
     if (better) found = &c;
   }
   return found;
+}
+
+std::string other_machine(const MachineProfile& earlier, const MachineProfile& fresh) {
+  if (earlier.host != fresh.host)
+    return fmt::format("a profile of host '{}', not '{}'", earlier.host, fresh.host);
+  for (const auto& d : fresh.devices)
+    if (const Device* e = earlier.find_device(d.id); e && e->name != d.name)
+      return fmt::format("{} there is '{}', here '{}'", d.id, e->name, d.name);
+  return "";
+}
+
+MachineProfile merge_earlier(const MachineProfile& earlier, MachineProfile fresh) {
+  std::set<std::pair<std::string, std::string>> measured, swept;
+  for (const auto& c : fresh.ceilings) measured.emplace(c.device, c.probe);
+  for (const auto& s : fresh.sweeps) swept.emplace(s.device, s.probe);
+  for (const auto& d : earlier.devices)
+    if (!fresh.find_device(d.id)) fresh.devices.push_back(d);
+  std::set<std::string> kept_probes;
+  std::size_t kept_ceilings = 0, kept_sweeps = 0;
+  for (const auto& c : earlier.ceilings) {
+    if (measured.contains({c.device, c.probe})) continue;
+    Ceiling k = c;
+    if (!k.params.contains("measured_at")) k.params["measured_at"] = earlier.timestamp;
+    fresh.ceilings.push_back(std::move(k));
+    kept_probes.insert(c.device + " " + c.probe);
+    ++kept_ceilings;
+  }
+  for (const auto& s : earlier.sweeps)
+    if (!swept.contains({s.device, s.probe})) {
+      fresh.sweeps.push_back(s);
+      ++kept_sweeps;
+    }
+  if (kept_ceilings + kept_sweeps > 0)
+    fresh.conditions["merged"] = {{"earlier_timestamp", earlier.timestamp},
+                                  {"kept_ceilings", kept_ceilings},
+                                  {"kept_sweeps", kept_sweeps},
+                                  {"kept_probes", kept_probes}};
+  return fresh;
 }
 
 void apply_flags(Ceiling& c) {

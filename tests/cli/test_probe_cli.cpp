@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "rafter/collector/json_io.hpp"
 #include "rafter/collector/machine_profile.hpp"
@@ -209,6 +211,78 @@ TEST(ProbeCli, HeldIsaIsACeilingAndAnUnknownOneIsOneLine) {
   ASSERT_EQ(wider.err_lines().size(), 1u) << wider.err;
   EXPECT_NE(wider.err.find("--isa avx512: wider than RAFTER_CPU_ISA=avx2"), std::string::npos) << wider.err;
   EXPECT_TRUE(fs::is_empty(dir)) << "something was written";
+  fs::remove_all(dir);
+}
+
+// A second probe into the same file (the README's `mpirun ... probe --filter comm.mpi` after a
+// GPU probe, say) keeps what the first measured and the second did not; a probe run again replaces
+// its own ceilings; --replace starts afresh.
+TEST(ProbeCli, ASecondProbeOfThisMachineKeepsTheFirstsCeilings) {
+  const fs::path dir = rafter::testing::make_temp_dir("merge");
+  const std::string out = (dir / "machine.json").string();
+  const auto probe = [&](const std::string& filter, bool replace = false) {
+    std::vector<std::string> args = {"probe", "--device", "cpu", "--quick", "--filter", filter, "-o", out};
+    if (replace) args.push_back("--replace");
+    const auto r = run_rafter(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return rafter::machine_profile_from_json(rafter::read_json_file(out));
+  };
+  const auto probes_of = [](const rafter::MachineProfile& p) {
+    std::set<std::string> s;
+    for (const auto& c : p.ceilings) s.insert(c.probe + (c.params.contains("measured_at") ? " (kept)" : ""));
+    return s;
+  };
+  const auto first = probe("^cpu\\.launch$");
+  EXPECT_EQ(probes_of(first), std::set<std::string>{"cpu.launch"});
+  const auto second = probe("^cpu\\.latency$");
+  EXPECT_EQ(probes_of(second), (std::set<std::string>{"cpu.latency", "cpu.launch (kept)"}));
+  EXPECT_EQ(second.conditions.at("merged").at("kept_probes"), nlohmann::json({"cpu cpu.launch"}));
+  for (const auto& c : second.ceilings) {
+    if (c.probe == "cpu.launch") {
+      EXPECT_EQ(c.params.at("measured_at"), first.timestamp);
+    }
+  }
+  EXPECT_FALSE(second.sweeps.empty());         // the latency probe's sweep
+  const auto third = probe("^cpu\\.launch$");  // measured again: replaces its kept ceiling
+  EXPECT_EQ(probes_of(third), (std::set<std::string>{"cpu.latency (kept)", "cpu.launch"}));
+  EXPECT_EQ(third.sweeps.size(), second.sweeps.size());  // the latency sweep kept
+  const auto fresh = probe("^cpu\\.launch$", true);
+  EXPECT_EQ(probes_of(fresh), std::set<std::string>{"cpu.launch"});
+  EXPECT_FALSE(fresh.conditions.contains("merged"));
+  fs::remove_all(dir);
+}
+
+// What is at the output path and is not a profile of this host is measured work too: one line, exit
+// 2, the file untouched and nothing measured; --replace overwrites it.
+TEST(ProbeCli, AnOutputHoldingSomethingElseIsNotOverwritten) {
+  const fs::path dir = rafter::testing::make_temp_dir("not-machine");
+  const fs::path out = dir / "machine.json";
+  nlohmann::json elsewhere =
+      rafter::read_json_file(std::string(RAFTER_SOURCE_DIR) + "/tests/fixtures/machine_h100.json");
+  elsewhere["host"] = "another-host";
+  for (const std::string& held :
+       {std::string("not json\n"), std::string("{\"schema\": {\"name\": \"rafter.run\"}}\n"),
+        elsewhere.dump()}) {
+    {
+      std::ofstream f(out);
+      f << held;
+    }
+    const auto r =
+        run_rafter({"probe", "--device", "cpu", "--quick", "--filter", "^cpu\\.launch$", "-o", out.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("not overwritten (--replace overwrites it)"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << "it measured before refusing";
+    EXPECT_EQ(rafter::testing::slurp(out), held);
+  }
+  EXPECT_NE(
+      run_rafter({"probe", "--device", "cpu", "--quick", "--filter", "^cpu\\.launch$", "-o", out.string()})
+          .err.find("host 'another-host'"),
+      std::string::npos);
+  const auto replaced = run_rafter(
+      {"probe", "--device", "cpu", "--quick", "--filter", "^cpu\\.launch$", "--replace", "-o", out.string()});
+  EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_NE(rafter::read_json_file(out).at("host"), "another-host");
   fs::remove_all(dir);
 }
 

@@ -104,6 +104,73 @@ TEST(MachineProfile, JsonRoundTrip) {
   EXPECT_EQ(machine_profile_from_json(j).ceilings[0].regime, "burst");
 }
 
+// A second probe run into the same file: its probes replace their earlier ceilings (every ISA of
+// them), the probes it did not run keep theirs with the time they were measured, and so do the
+// devices and sweeps it did not touch.
+TEST(MachineProfile, MergeKeepsWhatTheNewRunDidNotMeasure) {
+  MachineProfile earlier = sample_profile();
+  earlier.ceilings[0].probe = earlier.ceilings[1].probe = "cpu.compute";
+  earlier.ceilings[2].probe = "cpu.bandwidth";
+  Device gpu;
+  gpu.id = "cuda:0";
+  gpu.kind = "cuda";
+  gpu.name = "NVIDIA H200";
+  earlier.devices.push_back(gpu);
+  Ceiling tensor = earlier.ceilings[0];
+  tensor.device = "cuda:0";
+  tensor.resource = "bf16";
+  tensor.probe = "cuda.tensor";
+  earlier.ceilings.push_back(tensor);
+  earlier.sweeps.push_back({"cpu", "bandwidth", "load", "avx512", 2, false, {}});
+  earlier.sweeps.push_back({"cpu", "latency", "chase", "scalar", 1, false, {}});
+
+  MachineProfile fresh = sample_profile();
+  fresh.timestamp = "2026-11-23T09:00:00Z";
+  fresh.ceilings.resize(1);  // the avx512 FMA alone, measured again
+  fresh.ceilings[0].probe = "cpu.compute";
+  fresh.ceilings[0].figure = Figure::measured(rate_summary(155e9), "FLOP/s");
+  fresh.sweeps.push_back({"cpu", "latency", "chase", "scalar", 1, false, {}});
+  ASSERT_EQ(other_machine(earlier, fresh), "");
+
+  const MachineProfile m = merge_earlier(earlier, fresh);
+  ASSERT_EQ(m.devices.size(), 2u);
+  EXPECT_EQ(m.devices[1].name, "NVIDIA H200");
+  ASSERT_EQ(m.ceilings.size(), 3u);  // the new FMA; DRAM load and the GPU's BF16 kept; avx2 FMA gone
+  EXPECT_EQ(m.ceilings[0].figure.value, 155e9);
+  EXPECT_FALSE(m.ceilings[0].params.contains("measured_at"));
+  EXPECT_EQ(m.ceilings[1].probe, "cpu.bandwidth");
+  EXPECT_EQ(m.ceilings[1].params.value("measured_at", ""), earlier.timestamp);
+  EXPECT_EQ(m.ceilings[2].device, "cuda:0");
+  EXPECT_EQ(m.best("cpu", CeilingKind::Compute, "fp64")->figure.value, 155e9);
+  ASSERT_EQ(m.sweeps.size(), 2u);  // the new latency sweep and the earlier bandwidth one
+  EXPECT_EQ(m.sweeps[1].probe, "bandwidth");
+  const auto& merged = m.conditions.at("merged");
+  EXPECT_EQ(merged.at("kept_ceilings"), 2);
+  EXPECT_EQ(merged.at("kept_sweeps"), 1);
+  EXPECT_EQ(merged.at("kept_probes"), nlohmann::json({"cpu cpu.bandwidth", "cuda:0 cuda.tensor"}));
+  EXPECT_EQ(merged.at("earlier_timestamp"), earlier.timestamp);
+  EXPECT_EQ(machine_profile_from_json(to_json(m)).ceilings.size(), 3u);  // a valid machine.json
+
+  // Merged once more, a kept ceiling keeps the time it was measured, not the merged file's.
+  MachineProfile third = fresh;
+  third.timestamp = "2026-11-24T09:00:00Z";
+  const MachineProfile m2 = merge_earlier(m, third);
+  EXPECT_EQ(m2.ceilings[1].params.value("measured_at", ""), earlier.timestamp);
+  // Nothing kept: no merged note.
+  EXPECT_FALSE(merge_earlier(fresh, fresh).conditions.contains("merged"));
+
+  // Another host, or a device id that names another device, is another machine.
+  MachineProfile elsewhere = earlier;
+  elsewhere.host = "other";
+  EXPECT_NE(other_machine(elsewhere, fresh).find("host 'other'"), std::string::npos);
+  MachineProfile swapped = fresh;
+  gpu.name = "NVIDIA H100 80GB HBM3";
+  swapped.devices.push_back(gpu);
+  EXPECT_NE(
+      other_machine(earlier, swapped).find("cuda:0 there is 'NVIDIA H200', here 'NVIDIA H100 80GB HBM3'"),
+      std::string::npos);
+}
+
 TEST(MachineProfile, BrokenFieldIsNamed) {
   auto j = to_json(sample_profile());
   j["ceilings"][1]["figure"]["value"] = "fast";

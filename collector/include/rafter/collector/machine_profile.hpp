@@ -119,6 +119,17 @@ struct MachineProfile {
                       std::string_view scope = "device", std::string_view regime = "burst") const;
 };
 
+// Why `earlier` is not a profile of the machine `fresh` measured ("" when it is): another host,
+// or a device id that names another device (cuda:0 an H100 there, an H200 here).
+std::string other_machine(const MachineProfile& earlier, const MachineProfile& fresh);
+
+// `fresh` with what `earlier` (a profile of the same machine, other_machine() == "") measured and
+// `fresh` did not: the devices it lacks, the ceilings of every (device, probe) with no ceiling in
+// `fresh`, and the sweeps of every (device, sweep probe) with no sweep in `fresh`. A probe that ran
+// again replaces all its earlier ceilings. Kept ceilings carry params.measured_at (the timestamp of
+// the profile that measured them); conditions.merged says what was kept and from when.
+MachineProfile merge_earlier(const MachineProfile& earlier, MachineProfile fresh);
+
 // Fills the datasheet ratio and flags (above 1, below 0.6, throttled, noisy) on every ceiling.
 void apply_flags(Ceiling& c);
 
