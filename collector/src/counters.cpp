@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "rafter/collector/error.hpp"
+#include "rafter/collector/ranks.hpp"
 
 namespace rafter {
 namespace {
@@ -124,7 +125,7 @@ const CounterStatus& cpu_counter_status() {
 void note_counters_unavailable_once() {
   static std::once_flag once;
   const CounterStatus& s = cpu_counter_status();
-  if (s.available) return;
+  if (s.available || ranks_from_environment().rank != 0) return;  // under mpirun, one line for all ranks
   std::call_once(once, [&] { fmt::print(stderr, "rafter: note: hardware counters {}\n", s.summary()); });
 }
 
