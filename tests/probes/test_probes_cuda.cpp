@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "../../probes/cuda/burst_window.hpp"
+#include "run_cli.hpp"
 
 #ifdef RAFTER_HAVE_CUDA
 #include "../../probes/cuda/gpu_model.hpp"
 #include "rafter/collector/gpu_timing.hpp"
-#include "run_cli.hpp"
 #endif
 
 namespace {
