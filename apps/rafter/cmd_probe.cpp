@@ -2,6 +2,7 @@
 // print the ceilings as a table. The output path is checked before anything is measured.
 #include <fmt/core.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -140,12 +141,25 @@ void run_probe(ProbeArgs& a) {
   Ranks& ranks = Ranks::world();  // under mpirun (comm.mpi) every rank measures, rank 0 alone writes
   ranks.set_timeout_seconds(a.comm_timeout);
   std::optional<OutputLock> lock;  // one measuring run per output file
+  std::optional<MachineProfile> earlier;
+  std::array<char, 1024> refusal{};  // rank 0's, told to every rank so that all stop at once
   if (ranks.rank() == 0) {
-    check_writable(a.output);  // fail before minutes of measuring, not after
-    lock.emplace(a.output);
+    try {
+      check_writable(a.output);  // fail before minutes of measuring, not after
+      lock.emplace(a.output);
+      if (!a.replace) earlier = earlier_profile(a.output);
+    } catch (const InputError& e) {
+      if (!ranks.mpi() || ranks.size() == 1) throw;
+      fmt::format_to_n(refusal.data(), refusal.size() - 1, "{}", e.what());
+    }
   }
-  const std::optional<MachineProfile> earlier =
-      ranks.rank() == 0 && !a.replace ? earlier_profile(a.output) : std::nullopt;
+  if (ranks.mpi() && ranks.size() > 1) {
+    ranks.broadcast(refusal.data(), refusal.size(), 0, "rank 0's check of the output path");
+    if (refusal[0] != 0) {
+      if (ranks.rank() == 0) throw InputError(refusal.data());
+      throw ExitStatus{2};  // rank 0 says why, once
+    }
+  }
   if (a.options.counters && a.device.rfind("cuda", 0) != 0)
     fmt::print(stderr, "rafter: note: --counters counts the GPU probes' launches (CUPTI); CPU ceilings stay uncounted\n");
   const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
