@@ -2,7 +2,6 @@
 // print the ceilings as a table. The output path is checked before anything is measured.
 #include <fmt/core.h>
 
-#include <array>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -121,11 +120,11 @@ std::optional<MachineProfile> earlier_profile(const std::string& path) {
                     "overwrites it)",
                     path, e.what()));
   }
-  if (earlier.host != host_name())
+  if (const std::string here = host_name(); earlier.host != here)
     throw InputError(
         fmt::format("-o {}: the file there is a profile of host '{}', not of this one ('{}'); not "
                     "overwritten (--replace overwrites it)",
-                    path, earlier.host, host_name()));
+                    path, earlier.host, here));
   return earlier;
 }
 
@@ -142,24 +141,11 @@ void run_probe(ProbeArgs& a) {
   ranks.set_timeout_seconds(a.comm_timeout);
   std::optional<OutputLock> lock;  // one measuring run per output file
   std::optional<MachineProfile> earlier;
-  std::array<char, 1024> refusal{};  // rank 0's, told to every rank so that all stop at once
-  if (ranks.rank() == 0) {
-    try {
-      check_writable(a.output);  // fail before minutes of measuring, not after
-      lock.emplace(a.output);
-      if (!a.replace) earlier = earlier_profile(a.output);
-    } catch (const InputError& e) {
-      if (!ranks.mpi() || ranks.size() == 1) throw;
-      fmt::format_to_n(refusal.data(), refusal.size() - 1, "{}", e.what());
-    }
-  }
-  if (ranks.mpi() && ranks.size() > 1) {
-    ranks.broadcast(refusal.data(), refusal.size(), 0, "rank 0's check of the output path");
-    if (refusal[0] != 0) {
-      if (ranks.rank() == 0) throw InputError(refusal.data());
-      throw ExitStatus{2};  // rank 0 says why, once
-    }
-  }
+  on_rank0_for_all_ranks(ranks, [&] {
+    check_writable(a.output);  // fail before minutes of measuring, not after
+    lock.emplace(a.output);
+    if (!a.replace) earlier = earlier_profile(a.output);
+  });
   if (a.options.counters && a.device.rfind("cuda", 0) != 0)
     fmt::print(stderr, "rafter: note: --counters counts the GPU probes' launches (CUPTI); CPU ceilings stay uncounted\n");
   const InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished

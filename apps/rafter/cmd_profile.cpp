@@ -172,8 +172,7 @@ void run_profile(const ProfileArgs& a) {
   if (!a.plan && out.output.empty()) out.output = "run.json";
   Ranks& ranks = Ranks::world();
   ranks.set_timeout_seconds(a.comm_timeout);
-  const bool writer = ranks.rank() == 0;
-  if (!out.output.empty() && writer) check_writable(out.output);
+  if (!out.output.empty()) on_rank0_for_all_ranks(ranks, [&] { check_writable(out.output); });
   nlohmann::json suite;
   const auto instances = selected_instances(a, suite);
   if (a.plan) {
@@ -188,7 +187,7 @@ void run_profile(const ProfileArgs& a) {
     return;
   }
   std::optional<OutputLock> lock;  // one measuring run per output file
-  if (!out.output.empty() && writer) lock.emplace(out.output);
+  if (!out.output.empty()) on_rank0_for_all_ranks(ranks, [&] { lock.emplace(out.output); });
   InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   ExecContext ctx;
   ctx.device = rank_device(a.device, ranks.info());  // under mpirun: one GPU per rank

@@ -2,7 +2,10 @@
 // callback does the work by calling the libraries. Errors are thrown (InputError → exit 2).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
+
+#include "rafter/collector/ranks.hpp"
 
 namespace rafter::cli {
 
@@ -16,6 +19,11 @@ struct ExitStatus {
 // After an interrupted measurement was written: one line on stderr saying what was kept, and the
 // ExitStatus of a process ended by that signal (130 for SIGINT, 143 for SIGTERM) to throw.
 ExitStatus interrupted_status(const std::string& what_was_kept);
+
+// Under mpirun only rank 0 checks (and locks) the output path, so its refusal would leave the other
+// ranks waiting for it until --comm-timeout. `check` runs on rank 0 and its InputError reaches every
+// rank at once: rank 0 throws it (one line), the others end silently with exit 2.
+void on_rank0_for_all_ranks(Ranks& ranks, const std::function<void()>& check);
 
 void add_topology_command(CLI::App& app);  // rafter topology [--json]
 void add_probe_command(CLI::App& app);     // rafter probe --device cpu|cuda[:N]

@@ -1,8 +1,10 @@
 // rafter's entry point: parses the verb and turns errors into one line and an exit code
 // (2 for bad input, a missing device or counter permission; 1 for an internal error).
+#include <fmt/core.h>
+
+#include <array>
 #include <cstdio>
 #include <exception>
-#include <fmt/core.h>
 
 #include "commands.hpp"
 #include "rafter/collector/cpu_isa.hpp"
@@ -16,6 +18,24 @@ ExitStatus interrupted_status(const std::string& what_was_kept) {
   std::fflush(stdout);
   fmt::print(stderr, "rafter: interrupted by {}: {}\n", signal_name(sig), what_was_kept);
   return ExitStatus{interrupted_exit_code(sig)};
+}
+
+void on_rank0_for_all_ranks(Ranks& ranks, const std::function<void()>& check) {
+  const bool shared = ranks.mpi() && ranks.size() > 1;
+  std::array<char, 1024> refusal{};
+  if (ranks.rank() == 0) {
+    try {
+      check();
+    } catch (const InputError& e) {
+      if (!shared) throw;
+      fmt::format_to_n(refusal.data(), refusal.size() - 1, "{}", e.what());
+    }
+  }
+  if (!shared) return;
+  ranks.broadcast(refusal.data(), refusal.size(), 0, "rank 0's check of the output path");
+  if (refusal[0] == 0) return;
+  if (ranks.rank() == 0) throw InputError(refusal.data());
+  throw ExitStatus{2};  // rank 0 says why, once
 }
 }  // namespace rafter::cli
 

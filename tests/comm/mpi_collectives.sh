@@ -131,8 +131,9 @@ alone = json.load(open(sys.argv[2]))
 assert not alone["ceilings"] and "one rank" in alone["conditions"]["comm.mpi"], alone["conditions"]
 PY
 # Under mpirun too, a probe into a profile of this host keeps what it did not measure (the README's
-# GPU probe, then comm.mpi into the same file), and an output rank 0 refuses stops every rank at once,
-# with one rafter line, the file untouched (not after the ranks' 60 s wait for rank 0).
+# GPU probe, then comm.mpi into the same file), and an output rank 0 refuses (probe's or profile's)
+# stops every rank at once, with one rafter line, the file untouched (not after the ranks' 60 s
+# wait for rank 0).
 "$rafter" probe --device cpu --quick --filter '^cpu[.]launch$' -o "$tmp/merged.json" >/dev/null 2>&1
 run2 "$rafter" probe --device cpu --filter comm.mpi --quick -o "$tmp/merged.json" >/dev/null 2>&1
 "$python" - "$tmp/merged.json" <<'PY'
@@ -150,6 +151,13 @@ fi
 [ "$(grep -c '^rafter: ' "$tmp/refused.err")" = 1 ] || { cat "$tmp/refused.err"; exit 1; }
 grep -q "not overwritten (--replace overwrites it)" "$tmp/refused.err"
 [ "$(cat "$tmp/refused.json")" = "not a profile" ]
+start=$SECONDS  # the same for profile's output path (a folder that does not exist)
+if run2 "$rafter" profile --op all_reduce --dtype fp32 --shape elements=4096,ranks=2 --quick \
+    -o "$tmp/no-such-folder/run.json" >/dev/null 2>"$tmp/refused.err"; then
+  echo "a profile into a folder that does not exist succeeded"; exit 1
+fi
+[ $((SECONDS - start)) -lt 30 ] || { echo "profile's refusal took $((SECONDS - start)) s"; exit 1; }
+[ "$(grep -c '^rafter: ' "$tmp/refused.err")" = 1 ] || { cat "$tmp/refused.err"; exit 1; }
 # Four ranks: a sweep per group size, mpi:2 over consecutive pairs (both pairs at once) and mpi:4.
 run4 "$rafter" probe --device cpu --filter comm.mpi --quick -o "$tmp/machine4.json" >/dev/null
 "$python" - "$tmp/machine4.json" <<'PY'
