@@ -60,7 +60,7 @@ if has profile; then
           for bytes in $sizes; do
             [ "$dtype" = bf16 ] && e=$(( bytes / 2 )) || e=$(( bytes / 4 ))
             timeout 60 "${cmd[@]}" profile --op $op --dtype $dtype --device "$dev" --shape "elements=$e,ranks=$n" \
-              --quick -o "$out/profile.$op.$dtype.$bytes.r$n$suffix.json" >>"$out/profile.log" 2>&1 \
+              --quick --replace -o "$out/profile.$op.$dtype.$bytes.r$n$suffix.json" >>"$out/profile.log" 2>&1 \
               || echo "profile $op $dtype $bytes ranks $n ($launch): exit $?"
           done
         done
@@ -85,7 +85,7 @@ tp=${TP:-$gpus}
 tp_json="$out/tp$tp.json"
 if has tp && [ "$tp" -ge 2 ] && command -v mpirun >/dev/null; then
   timeout "${TP_TIMEOUT:-300}" "${mpi[@]}" -np "$tp" "$rafter" profile --device cuda \
-    --model "${TP_MODEL:-llama2-7b}" --phase "${TP_PHASE:-prefill}" --seq "${TP_SEQ:-4096}" --tp "$tp" --quick -o "$tp_json" >"$out/tp$tp.log" 2>&1
+    --model "${TP_MODEL:-llama2-7b}" --phase "${TP_PHASE:-prefill}" --seq "${TP_SEQ:-4096}" --tp "$tp" --quick --replace -o "$tp_json" >"$out/tp$tp.log" 2>&1
   echo "${TP_MODEL:-llama2-7b} ${TP_PHASE:-prefill} tp $tp: exit $?"; tail -60 "$out/tp$tp.log"
   python3 - "$tp_json" <<'PY'
 import json, sys
@@ -112,7 +112,7 @@ grid_tp=${GRID_TP:-$(( gpus / 2 ))}
 if has grid && [ "$gpus" -ge 4 ] && command -v mpirun >/dev/null; then
   timeout "${GRID_TIMEOUT:-300}" "${mpi[@]}" -np "$gpus" "$rafter" profile --device cuda --model "${GRID_MODEL:-llama2-7b}" \
     --phase train --seq 4096 --tp "$grid_tp" --dp $(( gpus / grid_tp )) --zero 1 \
-    --filter 'all_reduce|reduce_scatter|all_gather' --quick -o "$out/grid.json" >"$out/grid.log" 2>&1
+    --filter 'all_reduce|reduce_scatter|all_gather' --quick --replace -o "$out/grid.json" >"$out/grid.log" 2>&1
   echo "grid (${GRID_MODEL:-llama2-7b}, tp $grid_tp x dp $(( gpus / grid_tp )), zero 1): exit $?"; tail -14 "$out/grid.log"
   stamp "grid"
 fi
@@ -144,24 +144,22 @@ fi
 if has overlap && [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun -np 2 --bind-to none \
     "$rafter" profile --device cuda --model llama2-7b --phase train --seq 4096 --zero 3 --dp 2 \
-    --filter '^zero3[.]layer' --quick -o "$out/zero3.json" >"$out/zero3.log" 2>&1
+    --filter '^zero3[.]layer' --quick --replace -o "$out/zero3.json" >"$out/zero3.log" 2>&1
   echo "zero3 step (mpirun -np 2): exit $?"; tail -8 "$out/zero3.log"
   timeout 240 python3 bench/overlap_vs_torch.py --gpus 2 "$out/zero3.json" 2>&1 | tail -12
   stamp "overlap"
 fi
 if has report && [ -f "$tp_json" ]; then
+  # One profile: the GPU's probes, then comm.nccl merged into it (rafter probe keeps the ceilings
+  # of a profile of this host that its run did not re-measure).
+  rm -f "$out/machine-step.json"
   timeout 240 "$rafter" probe --device cuda:0 --quick --filter '^cuda[.](bandwidth|tensor|fma|shared|launch)$' \
-    -o "$out/machine-gpu.json" >"$out/probe-gpu.log" 2>&1; echo "GPU probes: exit $?"
+    -o "$out/machine-step.json" >"$out/probe-gpu.log" 2>&1; echo "GPU probes: exit $?"
   # The step ran one process per GPU: its collectives' roofs come from the same launch (a single
   # process over the GPUs issues every GPU's kernel from one thread: 36 against 25 µs at 4 ranks).
   timeout 120 "${mpi[@]}" -np "$tp" "$rafter" probe --device cuda --filter '^comm[.]nccl$' \
-    -o "$out/machine-comm.json" >"$out/probe-comm.log" 2>&1; echo "comm.nccl (full sweep, mpirun -np $tp): exit $?"
-  python3 - "$out/machine-gpu.json" "$out/machine-comm.json" "$out/machine-step.json" <<'PY'
-import json, sys
-gpu, comm = (json.load(open(p)) for p in sys.argv[1:3])
-gpu["ceilings"] += [c for c in comm["ceilings"] if c["device"] == "cuda:0"]
-json.dump(gpu, open(sys.argv[3], "w"), indent=1)
-PY
+    -o "$out/machine-step.json" >"$out/probe-comm.log" 2>&1; echo "comm.nccl (full sweep, mpirun -np $tp): exit $?"
+  grep -h "keeping" "$out/probe-comm.log" || true
   "$rafter" report -m "$out/machine-step.json" "$tp_json" 2>&1 | grep -v "^note: .*no bandwidth roof" | head -70
   # The grid's collectives (stage grid, run before) on the same roofs: TP on nccl:GRID_TP's
   # consecutive groups, the ZeRO ones (stride GRID_TP) on nccl:<data ranks>.

@@ -55,19 +55,19 @@ names=${OPS:-"gemm_bf16_prefill gemm_bf16_decode gemm_fp8_prefill gemm_fp8_decod
 budget=${BUDGET_S:-100000}  # seconds: operators and the step are skipped once this is spent
 if [ "$mode" != discover ] && [ "$mode" != step ]; then
   # One traced counted pass first: each CUPTI call and its result (and a backtrace if it crashes).
-  RAFTER_CUPTI_TRACE=1 $rafter profile --op rmsnorm "${common[@]}" -o "$out/trace.json" > "$out/trace.txt" 2>&1 ||
+  RAFTER_CUPTI_TRACE=1 $rafter profile --op rmsnorm "${common[@]}" --replace -o "$out/trace.json" > "$out/trace.txt" 2>&1 ||
     { command -v gdb > /dev/null && RAFTER_CUPTI_TRACE=1 gdb -batch -ex run -ex bt --args $rafter profile --op rmsnorm \
-        "${common[@]}" -o "$out/trace.json" >> "$out/trace.txt" 2>&1; }
+        "${common[@]}" --replace -o "$out/trace.json" >> "$out/trace.txt" 2>&1; }
   for name in $names; do
     [ "$SECONDS" -lt "$budget" ] || { echo "$name: skipped (budget)"; continue; }
     args=${ops[$name]}
     s=$(date +%s.%N)
-    $rafter profile $args "${common[@]}" -o "$out/$name.rafter.json" > "$out/$name.rafter.txt" 2>&1
+    $rafter profile $args "${common[@]}" --replace -o "$out/$name.rafter.json" > "$out/$name.rafter.txt" 2>&1
     e=$(date +%s.%N)
     metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/$name.rafter.json") || continue
     RAFTER_GPU_COUNTERS=off "$ncu" $ncu_conditions --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
       --csv --page raw --print-units base --log-file "$out/$name.ncu.csv" \
-      $rafter profile $args "${common[@]}" -o "$out/$name.ncu_run.json" > "$out/$name.ncu_run.txt" 2>&1
+      $rafter profile $args "${common[@]}" --replace -o "$out/$name.ncu_run.json" > "$out/$name.ncu_run.txt" 2>&1
     f=$(date +%s.%N)
     echo "$name rafter_wall_s $(awk "BEGIN{print $e - $s}") ncu_wall_s $(awk "BEGIN{print $f - $e}")" | tee -a "$out/walls.txt"
   done
@@ -102,7 +102,7 @@ if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
       [ "$SECONDS" -lt "$budget" ] || break
       args=${ops[$name]}
       if [ -n "${rafter_env[$v]:-}" ]; then
-        env ${rafter_env[$v]} $rafter profile $args "${common[@]}" -o "$out/$v/$name.rafter.json" > "$out/$v/$name.rafter.txt" 2>&1
+        env ${rafter_env[$v]} $rafter profile $args "${common[@]}" --replace -o "$out/$v/$name.rafter.json" > "$out/$v/$name.rafter.txt" 2>&1
         ln -sf "../$name.ncu.csv" "$out/$v/$name.ncu.csv"
       else
         ln -sf "../$name.rafter.json" "$out/$v/$name.rafter.json"
@@ -110,7 +110,7 @@ if [ "$mode" = variants ] && [ "$SECONDS" -lt "$budget" ]; then
           $([[ $v == *range* || $v == ncu_writeback ]] && echo --no-sass)) || continue
         env RAFTER_GPU_COUNTERS=off ${ncu_env[$v]:-} timeout ${VARIANT_TIMEOUT_S:-240} "$ncu" ${ncu_flags[$v]} --nvtx --nvtx-include "rafter_counted/" \
           --metrics "$metrics" --csv --page raw --print-units base --log-file "$out/$v/$name.ncu.csv" \
-          $rafter profile $args "${common[@]}" -o "$out/$v/$name.ncu_run.json" > "$out/$v/$name.ncu_run.txt" 2>&1
+          $rafter profile $args "${common[@]}" --replace -o "$out/$v/$name.ncu_run.json" > "$out/$v/$name.ncu_run.txt" 2>&1
       fi
     done
     echo "### $v" >> "$out/variants.txt"
@@ -122,11 +122,11 @@ fi
 if { [ "$mode" = step ] || [ "$mode" = all ]; } && [ "$SECONDS" -lt "$budget" ]; then
   step=(profile --model llama2-7b --phase prefill --device cuda:0 --quick --algo heuristic)
   t() { local s; s=$(date +%s.%N); "$@" > /dev/null 2>&1; awk "BEGIN{print $(date +%s.%N) - $s}"; }
-  plain=$(t $rafter "${step[@]}" -o "$out/step_plain.json")
-  counted=$(t $rafter "${step[@]}" --counters -o "$out/step_counted.json")
+  plain=$(t $rafter "${step[@]}" --replace -o "$out/step_plain.json")
+  counted=$(t $rafter "${step[@]}" --counters --replace -o "$out/step_counted.json")
   metrics=$(python3 bench/counters_vs_ncu.py metrics "$out/step_counted.json")
   ncu_t=$(t env RAFTER_GPU_COUNTERS=off "$ncu" $ncu_conditions --nvtx --nvtx-include "rafter_counted/" --metrics "$metrics" \
-    --csv --page raw --print-units base --log-file "$out/step.ncu.csv" $rafter "${step[@]}" --counters -o "$out/step_ncu.json")
+    --csv --page raw --print-units base --log-file "$out/step.ncu.csv" $rafter "${step[@]}" --counters --replace -o "$out/step_ncu.json")
   python3 - "$out" "$plain" "$counted" "$ncu_t" <<'PY' | tee "$out/step.txt"
 import json, sys
 out, plain, counted, ncu_t = sys.argv[1], *map(float, sys.argv[2:])

@@ -37,7 +37,7 @@ dram_probe() {  # quick bandwidth sweep (~2 s) → $1
 run() {  # name, then rafter profile arguments
   local name=$1; shift
   echo "== $name: rafter profile $*" >&2
-  "$RAFTER" profile --device cpu "$@" --json -o "$OUT/$name.json" > /dev/null
+  "$RAFTER" profile --device cpu "$@" --json --replace -o "$OUT/$name.json" > /dev/null
 }
 
 run_mem() {  # the same, between two quick DRAM probes, RAFTER_BENCH_ROUNDS times

@@ -62,7 +62,7 @@ fi
 if has train; then
 s=$(date +%s)
 timeout 900 "$rafter" profile --device cuda --model llama2-7b --phase train --seq 4096 --precision nvfp4 --quick \
-  -o "$out/train-nvfp4.json" >"$out/train-nvfp4.txt" 2>"$out/train-nvfp4.err"
+  --replace -o "$out/train-nvfp4.json" >"$out/train-nvfp4.txt" 2>"$out/train-nvfp4.err"
 echo "rafter profile --device cuda --model llama2-7b --phase train --seq 4096 --precision nvfp4 --quick: exit $?, $(( $(date +%s) - s )) s"
 cat "$out/train-nvfp4.err" | head -5
 grep -E "adamw|^total:|not covered|no backend|does not fit|scaled|FAILED|failed" "$out/train-nvfp4.txt"
@@ -91,7 +91,7 @@ for m in llama2-7b gla-1.3b llama2-13b llama2-70b; do
     for r in bf16 fp8 nvfp4; do
       f="$out/models/$m-$p-$r"
       timeout 150 "$rafter" profile --device cuda --model $m --phase $p --precision $r --quick --algo heuristic \
-        -o "$f.json" >"$f.txt" 2>&1
+        --replace -o "$f.json" >"$f.txt" 2>&1
       rc=$?
       timeout 30 "$rafter" report -m "$out/machine.json" "$f.json" >"$f.report" 2>&1
       echo "$m $p $r: profile exit $rc, report exit $?; $(grep -E '^step:' "$f.report" | head -1)"

@@ -49,7 +49,7 @@ if has kernels; then
     timeout 120 ncu --clock-control none --kernel-name regex:'gla_' --launch-count "${KERNEL_LAUNCHES:-24}" \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --page details --csv \
       "$rafter" profile --device cuda:0 --op gla_chunked --dtype bf16 --phase "${KERNEL_PHASE:-fwd}" \
-      --shape "batch=$b,seq=$s,heads=4,head_dim_k=256,head_dim_v=512,chunk=64" -o "$out/ncu-run-$b-$s.json" \
+      --shape "batch=$b,seq=$s,heads=4,head_dim_k=256,head_dim_v=512,chunk=64" --replace -o "$out/ncu-run-$b-$s.json" \
       >"$out/ncu-gla-$b-$s.csv" 2>"$out/ncu-gla-$b-$s.err"
     echo "ncu gla_chunked b=$b s=$s: exit $?"
     # Per launch: kernel, grid, duration (us), SM and memory throughput (%), achieved occupancy.

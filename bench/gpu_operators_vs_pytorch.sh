@@ -55,7 +55,7 @@ if has ncu; then
 fi
 if has model; then
   s=$(date +%s%N)
-  timeout 180 "$rafter" profile --device cuda --model llama2-7b --phase prefill --seq 4096 -o "$out/llama2-7b-prefill.json" \
+  timeout 180 "$rafter" profile --device cuda --model llama2-7b --phase prefill --seq 4096 --replace -o "$out/llama2-7b-prefill.json" \
     >"$out/model.log" 2>&1
   rc=$?
   echo "rafter profile --device cuda --model llama2-7b --phase prefill --seq 4096: exit $rc," \

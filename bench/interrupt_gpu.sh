@@ -13,7 +13,7 @@ rafter="$build/apps/rafter/rafter"
 # $1 name, $2 progress text to wait for, $3 signal, $4 output file, rest: rafter's arguments
 interrupt() {
   local name=$1 wait_for=$2 sig=$3 file=$4; shift 4
-  RAFTER_PROGRESS=lines "$rafter" "$@" -o "$file" >"$out/$name.out" 2>"$out/$name.err" &
+  RAFTER_PROGRESS=lines "$rafter" "$@" --replace -o "$file" >"$out/$name.out" 2>"$out/$name.err" &
   local pid=$!
   for _ in $(seq 600); do grep -q "$wait_for" "$out/$name.err" && break; sleep 0.1; done
   local t0; t0=$(date +%s%N)

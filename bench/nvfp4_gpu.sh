@@ -71,7 +71,7 @@ print(" ".join(f"{m}_{l}:{n}:{k}:{hot(k)}" for m, l, n, k in LINEARS if l in LAY
       IFS=: read -r name n k hot <<<"$row"
       f="$out/hot-$name-$round.json"
       timeout 60 "$rafter" profile --device cuda --op gemm --dtype nvfp4 --phase fwd --algo "${HOT_ALGO:-best}" \
-        --shape "m=${HOT_TOKENS:-16},n=$n,k=$k,batch=1,hot=$hot" -o "$f" >"$f.txt" 2>&1 ||
+        --shape "m=${HOT_TOKENS:-16},n=$n,k=$k,batch=1,hot=$hot" --replace -o "$f" >"$f.txt" 2>&1 ||
         { echo "hot $name: exit $?"; tail -2 "$f.txt"; continue; }
       python3 - "$f" "$name" "$round" <<'PY'
 import json, sys
@@ -138,7 +138,7 @@ fi
 step() {
   local s; s=$(date +%s)
   timeout "$3" "$rafter" profile --device cuda --model "$1" --phase train --seq 4096 --precision "$2" --quick \
-    --algo heuristic -o "$out/train-$1-$2.json" >"$out/train-$1-$2.txt" 2>"$out/train-$1-$2.err"
+    --algo heuristic --replace -o "$out/train-$1-$2.json" >"$out/train-$1-$2.txt" 2>"$out/train-$1-$2.err"
   echo "rafter profile --device cuda --model $1 --phase train --seq 4096 --precision $2 --quick --algo heuristic:" \
     "exit $?, $(( $(date +%s) - s )) s"
   head -3 "$out/train-$1-$2.err"
@@ -160,7 +160,7 @@ fi
 if has decode_step; then
   for p in nvfp4 bf16; do
     timeout 200 "$rafter" profile --device cuda --model llama2-70b --phase decode --batch 16 --kv-len 4096 \
-      --precision $p --quick --algo heuristic -o "$out/decode-llama2-70b-$p.json" >"$out/decode-llama2-70b-$p.txt" \
+      --precision $p --quick --algo heuristic --replace -o "$out/decode-llama2-70b-$p.json" >"$out/decode-llama2-70b-$p.txt" \
       2>"$out/decode-llama2-70b-$p.err"
     echo "rafter profile --device cuda --model llama2-70b --phase decode --batch 16 --kv-len 4096 --precision $p: exit $?"
     grep -E "^total:|^step|record\(s\)|no_backend|failed" "$out/decode-llama2-70b-$p.txt" | head -4

@@ -36,7 +36,7 @@ PY
 fi
 if has step; then
   timeout 300 "$rafter" profile --device cuda --model llama2-7b --phase train --seq 4096 --quick \
-    --filter 'gemm|proj|lm_head' -o "$out/train-bf16.json" >"$out/train.txt" 2>&1
+    --filter 'gemm|proj|lm_head' --replace -o "$out/train-bf16.json" >"$out/train.txt" 2>&1
   echo "train step (GEMMs): exit $?"
   "$rafter" report "$out/train-bf16.json" --machine "$out/machine.json" >"$out/report.txt" 2>&1
   head -1 "$out/report.txt"; grep -E "^step:|time by binding" "$out/report.txt"

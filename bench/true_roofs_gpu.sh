@@ -46,7 +46,7 @@ fi
 if has adamw; then  # rafter and torch.compile, interleaved (three rounds each)
   for i in 0 1 2; do
     "$rafter" profile --device cuda:0 --op adamw --dtype bf16 --phase step --shape params=268435456 \
-      -o "$out/adamw-$i.json" >"$out/adamw-$i.log" 2>&1
+      --replace -o "$out/adamw-$i.json" >"$out/adamw-$i.log" 2>&1
     python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['records'][0]; t=r['time']['stats']; \
 print(f'rafter adamw step, round {sys.argv[2]}: {t[\"min\"]*1e6:.1f}/{t[\"median\"]*1e6:.1f}/{t[\"max\"]*1e6:.1f} us', r.get('status'), r.get('check',{}).get('passed'))" \
       "$out/adamw-$i.json" "$i" 2>&1 | tail -1

@@ -111,6 +111,8 @@ double parse_bytes(const std::string& text) {
 std::optional<MachineProfile> earlier_profile(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;  // none yet, or /dev/null
+  if (std::filesystem::file_size(path, ec) == 0 && !ec)
+    return std::nullopt;  // empty (mktemp's): nothing measured
   MachineProfile earlier;
   try {
     earlier = machine_profile_from_json(read_json_file(path), path);

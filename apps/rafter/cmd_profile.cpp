@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <regex>
 
@@ -16,6 +17,7 @@
 #include "rafter/collector/machine_profile.hpp"
 #include "rafter/collector/output_lock.hpp"
 #include "rafter/collector/ranks.hpp"
+#include "rafter/collector/run_record.hpp"
 #include "rafter/workloads/memory_plan.hpp"
 #include "rafter/workloads/profile_report.hpp"
 #include "rafter/workloads/suite.hpp"
@@ -26,8 +28,8 @@ namespace {
 using namespace rafter::workloads;
 
 struct ProfileArgs {
-  bool list = false, plan = false, json = false, csv = false, quick = false, warm_cache = false, no_check = false,
-       counters = false;
+  bool list = false, plan = false, json = false, csv = false, quick = false, warm_cache = false,
+       no_check = false, counters = false, replace = false;
   std::string algo = "best";  // GEMM algorithm choice (ExecContext::algo)
   std::string model, model_file, phase, precision = "bf16", dtype, op, shape, device = "cpu", output, machine, filter;
   std::int64_t batch = 1, seq = 2048, kv_len = 0, tp = 1, dp = 1, m = 0, n = 0, k = 0;
@@ -160,6 +162,29 @@ std::string counters_condition(const Run& run, const std::string& device) {
   return s.available ? "not counted (" + s.summary() + "; no counted pass ran)" : s.summary();
 }
 
+// The file already at the output path, read before anything runs. A run's records are measured
+// work, and anything else there (a machine profile, a report) may be too: neither is overwritten
+// unless --replace. A plan (nothing measured) and an empty file (mktemp's) are, and so is the
+// default ./run.json of a run without -o.
+void refuse_to_overwrite(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;  // none yet, or /dev/null
+  if (std::filesystem::file_size(path, ec) == 0 && !ec) return;
+  Run earlier;
+  try {
+    earlier = run_from_json(read_json_file(path), path);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format(
+        "-o {}: the file there is not a rafter run ({}); not overwritten (--replace overwrites it)", path,
+        e.what()));
+  }
+  if (earlier.conditions.value("mode", "") == "plan") return;
+  throw InputError(fmt::format(
+      "-o {}: the file there holds a measured run ({} record(s), {}); not overwritten (--replace overwrites "
+      "it)",
+      path, earlier.records.size(), earlier.timestamp.empty() ? "no timestamp" : earlier.timestamp));
+}
+
 void run_profile(const ProfileArgs& a) {
   if (a.list) {
     fmt::print("{}", list_text());
@@ -172,7 +197,12 @@ void run_profile(const ProfileArgs& a) {
   if (!a.plan && out.output.empty()) out.output = "run.json";
   Ranks& ranks = Ranks::world();
   ranks.set_timeout_seconds(a.comm_timeout);
-  if (!out.output.empty()) on_rank0_for_all_ranks(ranks, [&] { check_writable(out.output); });
+  if (!out.output.empty())
+    on_rank0_for_all_ranks(ranks, [&] {
+      check_writable(out.output);
+      if (!a.output.empty() && !a.replace)
+        refuse_to_overwrite(out.output);  // the default ./run.json is scratch
+    });
   nlohmann::json suite;
   const auto instances = selected_instances(a, suite);
   if (a.plan) {
@@ -256,6 +286,8 @@ void add_profile_command(CLI::App& app) {
   sub->add_flag("--json", a->json, "Print JSON (run.json schema) instead of a table");
   sub->add_flag("--csv", a->csv, "Print CSV instead of a table");
   sub->add_option("-o,--output", a->output, "Write run.json here (runs: default ./run.json)");
+  sub->add_flag("--replace", a->replace,
+                "Overwrite the file at -o (default: a measured run or any other file there is refused)");
   sub->add_flag("--quick", a->quick, "Fewer repeats (fast run)");
   sub->add_flag("--warm-cache", a->warm_cache, "Keep caches warm between repeats (default: flushed)");
   sub->add_flag("--no-check", a->no_check, "Skip the correctness check (results are not trustworthy)");

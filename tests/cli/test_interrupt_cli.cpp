@@ -136,7 +136,9 @@ TEST(InterruptCli, SecondSignalExitsAtOnceAndNeverTouchesThePreviousFile) {
     std::fputs(previous.c_str(), f);
     std::fclose(f);
   }
-  Child child(with_output(kDecodeRun, out), dir);
+  std::vector<std::string> over = kDecodeRun;
+  over.push_back("--replace");  // the file there is not a run: refused otherwise, before anything runs
+  Child child(with_output(over, out), dir);
   ASSERT_TRUE(child.wait_for("profile 2/", 120)) << child.err();
   // Two signals that arrive together: stopped, the process cannot act on the first before the
   // second is pending too; on SIGCONT both handlers run before any of its own code does.
@@ -190,9 +192,11 @@ TEST(OutputFaultsCli, TwoRunsWritingOneOutputPath) {
   EXPECT_NE(second.err.find("is being written by another rafter run (pid "), std::string::npos) << second.err;
   first.signal(SIGINT);
   EXPECT_EQ(first.wait_exit(), 130);
-  // The first run's output is whole; with the first run gone the path is free again.
+  // The first run's output is whole; with the first run gone the path is free again (its measured
+  // run there is written over with --replace only).
   EXPECT_EQ(nlohmann::json::parse(slurp(out)).value("interrupted", ""), "SIGINT");
-  const auto third = run_rafter({"profile", "--device", "cpu", "--op", "rmsnorm", "--quick", "-o", out.string()});
+  const auto third = run_rafter(
+      {"profile", "--device", "cpu", "--op", "rmsnorm", "--quick", "--replace", "-o", out.string()});
   EXPECT_EQ(third.exit_code, 0) << third.err;
   fs::remove_all(dir);
 }
@@ -228,12 +232,13 @@ TEST(OutputFaultsCli, FullDiskKeepsThePreviousFileAndSavesTheRunElsewhere) {
   const std::string full = (dir / "full").string(), rescue = (dir / "rescue").string();
   fs::create_directories(full);
   fs::create_directories(rescue);
-  const std::string cmd =
-      "cd " + dir.string() + " && TMPDIR=" + rescue + " unshare -rm sh -c 'mount -t tmpfs -o size=64k tmpfs " + full +
-      " && echo previous > " + full + "/run.json && (dd if=/dev/zero of=" + full +
-      "/filler bs=4k count=100 2>/dev/null; true) && " + RAFTER_BINARY +
-      " profile --device cpu --op rmsnorm --quick -o " + full + "/run.json; echo exit=$? >status; cat " + full +
-      "/run.json >previous; ls -a " + full + " >listing' >out 2>err";
+  const std::string cmd = "cd " + dir.string() + " && TMPDIR=" + rescue +
+                          " unshare -rm sh -c 'mount -t tmpfs -o size=64k tmpfs " + full +
+                          " && echo previous > " + full + "/run.json && (dd if=/dev/zero of=" + full +
+                          "/filler bs=4k count=100 2>/dev/null; true) && " + RAFTER_BINARY +
+                          " profile --device cpu --op rmsnorm --quick --replace -o " + full +
+                          "/run.json; echo exit=$? >status; cat " + full + "/run.json >previous; ls -a " +
+                          full + " >listing' >out 2>err";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_EQ(slurp(dir / "status"), "exit=2\n");
   const std::string err = slurp(dir / "err");

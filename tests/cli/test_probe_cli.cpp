@@ -279,6 +279,15 @@ TEST(ProbeCli, AnOutputHoldingSomethingElseIsNotOverwritten) {
       run_rafter({"probe", "--device", "cpu", "--quick", "--filter", "^cpu\\.launch$", "-o", out.string()})
           .err.find("host 'another-host'"),
       std::string::npos);
+  std::ofstream{out};  // an empty file holds nothing measured: written over
+  EXPECT_EQ(
+      run_rafter({"probe", "--device", "cpu", "--quick", "--filter", "^cpu\\.launch$", "-o", out.string()})
+          .exit_code,
+      0);
+  {
+    std::ofstream f(out);
+    f << elsewhere.dump();
+  }
   const auto replaced = run_rafter(
       {"probe", "--device", "cpu", "--quick", "--filter", "^cpu\\.launch$", "--replace", "-o", out.string()});
   EXPECT_EQ(replaced.exit_code, 0) << replaced.err;

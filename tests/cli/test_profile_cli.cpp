@@ -98,6 +98,65 @@ TEST(ProfileCli, SingleOperatorRunWritesRunJson) {
   EXPECT_TRUE(run.records[0].time.has_value());
 }
 
+// A measured run at -o, or anything else that is not a run, is not overwritten: one line, exit 2,
+// before anything runs, the file untouched. A plan there, an empty file and --replace are written
+// over, as is the default ./run.json (scratch).
+TEST(ProfileCli, AMeasuredRunAtTheOutputIsNotOverwritten) {
+  using rafter::testing::run_rafter;
+  const fs::path dir = rafter::testing::make_temp_dir("profile-held");
+  const fs::path out = dir / "run.json";
+  const std::vector<std::string> gemm = {"profile", "--op",    "gemm",         "--dtype", "bf16",
+                                         "--m",     "64",      "--n",          "64",      "--k",
+                                         "128",     "--quick", "--warm-cache", "-o",      out.string()};
+  const auto with = [&](std::vector<std::string> args, const std::string& extra) {
+    if (!extra.empty()) args.insert(args.begin() + 1, extra);
+    return run_rafter(args);
+  };
+  ASSERT_EQ(with(gemm, "").exit_code, 0);
+  const std::string measured = rafter::testing::slurp(out);
+  const std::string machine =
+      rafter::testing::slurp(std::string(RAFTER_SOURCE_DIR) + "/tests/fixtures/machine_h100.json");
+  for (const std::string& held : {measured, std::string("not json\n"), machine}) {
+    {
+      std::ofstream f(out);
+      f << held;
+    }
+    const auto r = with(gemm, "");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("not overwritten (--replace overwrites it)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(held == measured ? "holds a measured run (1 record(s)" : "is not a rafter run"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "") << "it measured before refusing";
+    EXPECT_EQ(rafter::testing::slurp(out), held);
+  }
+  // A plan with -o over the measured run is refused too; a run over a plan or an empty file is not.
+  {
+    std::ofstream f(out);
+    f << measured;
+  }
+  const auto plan = run_rafter(
+      {"profile", "--plan", "--op", "gemm", "--m", "64", "--n", "64", "--k", "128", "-o", out.string()});
+  EXPECT_EQ(plan.exit_code, 2) << plan.err;
+  EXPECT_EQ(rafter::testing::slurp(out), measured);
+  for (const bool empty : {false, true}) {
+    if (empty)
+      std::ofstream{out};
+    else
+      ASSERT_EQ(run_rafter({"profile", "--plan", "--op", "gemm", "--replace", "-o", out.string()}).exit_code,
+                0);
+    const auto r = with(gemm, "");
+    EXPECT_EQ(r.exit_code, 0) << (empty ? "empty file: " : "plan: ") << r.err;
+    EXPECT_NE(rafter::testing::slurp(out), measured);
+  }
+  const std::string second = rafter::testing::slurp(out);
+  const auto replaced = with(gemm, "--replace");
+  EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_NE(rafter::testing::slurp(out), second);  // a new run (its timestamp and times)
+  fs::remove_all(dir);
+}
+
 TEST(ProfileCli, ModelRunOnCpuListsNoBackendRecords) {
   const fs::path out = temp_dir() / "decode.json";
   const Result r = rafter_cmd("profile --device cpu --model llama2-7b --phase decode --kv-len 64 --tp 2 --quick "
