@@ -213,7 +213,11 @@ Placement place_record(const OperatorRecord& r, const DeviceRoofs& roofs) {
     if (b.has_ceiling() && (!p.binding || b.seconds > p.binding->seconds)) p.binding = b;
   if (p.binding) p.bound_seconds = p.binding->seconds;
   if (has_measured_time(r)) judge_time(r, p);
-  if (p.timed && roofs.launch_latency_seconds && p.seconds_per_call < kLaunchBoundFactor * *roofs.launch_latency_seconds)
+  // On a CPU a record faster than the floor stayed on the calling thread: the floor is not its.
+  const bool under_floor = roofs.launch_latency_seconds && p.seconds_per_call < *roofs.launch_latency_seconds;
+  if (p.timed && roofs.launch_latency_seconds &&
+      p.seconds_per_call < kLaunchBoundFactor * *roofs.launch_latency_seconds &&
+      !(under_floor && roofs.device_kind != "cuda"))
     p.remarks.push_back(fmt::format("{} per call is within {}x of the launch floor ({}): launch-bound",
                                     format_seconds(p.seconds_per_call), kLaunchBoundFactor,
                                     format_seconds(*roofs.launch_latency_seconds)));
