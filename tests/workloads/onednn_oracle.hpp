@@ -3,7 +3,9 @@
 // rafter has made its engine (any CPU GEMM): oneDNN fixes its ISA at first use, and rafter's
 // RAFTER_CPU_ISA hold must come first.
 #pragma once
+#include <cstdlib>
 #include <dnnl.hpp>
+#include <string>
 
 namespace rafter::test {
 
@@ -18,6 +20,15 @@ inline bool onednn_creates_bf16_matmul() {
   } catch (const dnnl::error&) {
     return false;
   }
+}
+
+// rafter's BF16 GEMMs run oneDNN's BF16 matmul: it has one, and the CPU has BF16 dot products
+// (CPUID, asked here directly; without them oneDNN emulates them and rafter widens to FP32).
+inline bool bf16_matmul_is_native() {
+  const char* held = std::getenv("RAFTER_CPU_ISA");
+  if (held && *held && std::string(held) != "avx512") return false;
+  return onednn_creates_bf16_matmul() &&
+         (__builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16"));
 }
 
 // oneDNN's int8 GEMMs sum exactly: its generated kernels on an ISA with int8 dot products (VNNI),

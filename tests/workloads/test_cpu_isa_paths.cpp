@@ -39,7 +39,7 @@ void expect_ran_and_passed(const OperatorRecord& r) {
 
 TEST(CpuIsaPaths, GemmsRunNativelyWhereOneDnnCanAndViaFp32Otherwise) {
   const OperatorRecord bf16 = run_check_shape("gemm", "fwd", "bf16");  // first: makes rafter's engine
-  const bool native_bf16 = test::onednn_creates_bf16_matmul();
+  const bool native_bf16 = test::bf16_matmul_is_native();
   SCOPED_TRACE(native_bf16 ? "oneDNN has a bf16 matmul here" : "oneDNN has no bf16 matmul here");
   expect_ran_and_passed(bf16);
   EXPECT_EQ(bf16.backend, "cpu.onednn");

@@ -67,7 +67,7 @@ TEST(CpuKernels, EmulatedPrecisionsAreLabelled) {
   const auto ctx = tiny_context();
   const auto& gemm = OperatorRegistry::instance().get("gemm");
   profile_instance(tiny(gemm, "fwd", "bf16"), ctx, {});
-  const bool native_bf16 = test::onednn_creates_bf16_matmul();  // after rafter made its engine
+  const bool native_bf16 = test::bf16_matmul_is_native();  // after rafter made its engine
   for (const char* p : {"fp8_e4m3", "nvfp4", "mxfp4"}) {
     const auto r = profile_instance(tiny(gemm, "fwd", p), ctx, {});
     EXPECT_TRUE(r.emulated) << p;

@@ -48,7 +48,7 @@ TEST(ProfileRunJson, MeasuredRunRoundTrip) {
   const auto& g = back.records[0];
   EXPECT_EQ(g.status, RecordStatus::Ok);
   EXPECT_TRUE(g.emulated);
-  EXPECT_EQ(g.emulated_via, test::onednn_creates_bf16_matmul() ? "bf16" : "fp32");  // where a bf16 GEMM is
+  EXPECT_EQ(g.emulated_via, test::bf16_matmul_is_native() ? "bf16" : "fp32");  // where a bf16 GEMM is
   ASSERT_TRUE(g.time.has_value());
   EXPECT_DOUBLE_EQ(g.time->value, run.records[0].time->value);
   EXPECT_EQ(g.time->stats.samples, 2u);

@@ -5,13 +5,15 @@
 // GEMM. cpu.native: FP64 (oneDNN has no f64 matmul). The hot-channel patch: hot_patch_onednn.cpp;
 // an FP4 GEMM with `hot` runs it right after its matmul, into C (on the GPU it is extra K instead).
 // Where oneDNN has no matmul for the storage type on this CPU (BF16 without AVX-512 in oneDNN 2.6,
-// INT8 without VNNI: its sums saturate; asked of oneDNN, onednn_matmul.hpp), the GEMM still runs,
+// INT8 without VNNI: its sums saturate; asked of oneDNN, onednn_matmul.hpp), or only a slow
+// emulation (BF16 on a CPU without BF16 dot products), the GEMM still runs,
 // emulated via FP32: the operands stay stored in their precision and the timed call widens them to
 // FP32 (a framework's BF16 GEMM on such a CPU pays that conversion too), runs oneDNN's FP32 matmul
 // and rounds the result into the precision's output type; FP8/FP4 operands are dequantized
 // straight to FP32. details["path"] says which path ran and what its time includes.
 // Operand layouts follow the pass (operator ops_gemm.cpp): fwd A[m,k]·W[n,k]ᵀ, bwd_input dY[m,k]·W[k,n],
 // bwd_weight dYᵀ (stored [k,m])·X[k,n]; quantized operands are kept K-contiguous (A[m,k], B as [n,k]).
+#include <chrono>
 #include <cmath>
 
 #include "block_quant.hpp"
@@ -60,7 +62,8 @@ class GemmKernel : public Kernel {
     abuf_ = stage(inputs[0], m_, k_, a_t_, type, scale_a_);
     bbuf_ = stage(inputs[1], k_, n_, b_t_, type, scale_b_);
     stored_ = type;
-    if (type != dt::f32 && !onednn_has_matmul(type, type, out_type())) return prepare_widened();
+    if (type == dt::bf16 && !onednn_native_bf16_matmul()) return prepare_bf16_without_dot_products();
+    if (type == dt::s8 && !onednn_has_matmul(type, type, out_type())) return prepare_widened();
     build(matmul_md(b_, m_, k_, type, a_t_), matmul_md(b_, k_, n_, type, b_t_));
   }
 
@@ -123,14 +126,52 @@ class GemmKernel : public Kernel {
     return v;
   }
 
+  // A BF16 GEMM on a CPU without BF16 dot products. Where oneDNN has a BF16 matmul it emulates them
+  // (converting inside its kernel, which reads 2 bytes a weight); rafter's FP32 path widens the
+  // operands in the timed call (6 bytes a weight more) for oneDNN's faster FP32 matmul. Which wins
+  // depends on the shape (an Ice Lake VM, 4096² weights: at 128 tokens FP32 2.5x faster), so both
+  // are timed here, each as the timed call runs (one warm-up, the better of two), and the faster
+  // stays; details.contest holds both times.
+  void prepare_bf16_without_dot_products() {
+    if (!onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16)) return prepare_widened();
+    const auto seconds = [this] {
+      run();
+      double best = 0;
+      for (int i = 0; i < 2; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        best = i == 0 ? t : std::min(best, t);
+      }
+      return best;
+    };
+    build(matmul_md(b_, m_, k_, dt::bf16, a_t_), matmul_md(b_, k_, n_, dt::bf16, b_t_));
+    const std::string bf16_algorithm = details["algorithm"];
+    const double bf16_seconds = seconds();
+    prepare_widened();
+    const double fp32_seconds = seconds();
+    details["contest"] = {{"onednn_bf16_matmul", {{"seconds", bf16_seconds}, {"algorithm", bf16_algorithm}}},
+                          {"fp32_path", {{"seconds", fp32_seconds}, {"algorithm", details["algorithm"]}}},
+                          {"chosen", fp32_seconds <= bf16_seconds ? "fp32_path" : "onednn_bf16_matmul"}};
+    if (fp32_seconds <= bf16_seconds) return;
+    via_fp32_ = false;  // oneDNN's own emulation: still FP32 arithmetic, judged on the FP32 roofs
+    a32_ = Buffer();
+    b32_ = Buffer();
+    c32_ = Buffer();
+    details["path"] =
+        "oneDNN's bf16 matmul, which converts to fp32 inside its kernel" + onednn_no_bf16_note();
+    build(matmul_md(b_, m_, k_, dt::bf16, a_t_), matmul_md(b_, k_, n_, dt::bf16, b_t_));
+  }
+
   // oneDNN has no matmul for the storage type here: FP32 copies of the operands (filled in the
   // timed call) and of the result, an FP32 matmul between them.
   void prepare_widened() {
     const bool bf16 = stored_ == dt::bf16;
-    details["path"] = std::string(bf16 ? "bf16" : "int8") +
-                      " operands converted to fp32 in the timed call, oneDNN fp32 matmul, result converted to " +
-                      (bf16 ? "bf16" + no_matmul_note("bf16") : "int32" + no_matmul_note("int8") +
-                                                                    " that sums exactly (no VNNI: int16 saturation)");
+    details["path"] =
+        std::string(bf16 ? "bf16" : "int8") +
+        " operands converted to fp32 in the timed call, oneDNN fp32 matmul, result converted to " +
+        (bf16 ? "bf16" + onednn_no_bf16_note()
+              : "int32" + no_matmul_note("int8") + " that sums exactly (no VNNI: int16 saturation)");
     use_fp32(b_ * m_ * k_, b_ * k_ * n_);
     build(matmul_md(b_, m_, k_, dt::f32, a_t_), matmul_md(b_, k_, n_, dt::f32, b_t_));
   }
@@ -173,7 +214,7 @@ class GemmKernel : public Kernel {
     qb_.allocate();
     quantize(at.data(), qa_, {});
     quantize(bt.data(), qb_, {});
-    const bool bf16_gemm = onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16);
+    const bool bf16_gemm = onednn_native_bf16_matmul();
     const dt staging = bf16_gemm ? dt::bf16 : dt::f32;
     emulated_via = bf16_gemm ? "bf16" : "fp32";
     details["emulation"] = "operands stored " + prec_ + "; timed call dequantizes both to " + emulated_via + ", then " +
@@ -182,8 +223,9 @@ class GemmKernel : public Kernel {
       abuf_ = Buffer(std::size_t(b_ * m_ * k_) * 2);
       bbuf_ = Buffer(std::size_t(b_ * n_ * k_) * 2);
     } else {
-      details["path"] = "operands dequantized to fp32 in the timed call, oneDNN fp32 matmul, result converted to bf16" +
-                        no_matmul_note("bf16");
+      details["path"] =
+          "operands dequantized to fp32 in the timed call, oneDNN fp32 matmul, result converted to bf16" +
+          onednn_no_bf16_note();
       use_fp32(b_ * m_ * k_, b_ * n_ * k_);
     }
     build(matmul_md(b_, m_, k_, staging, false), matmul_md(b_, k_, n_, staging, true));

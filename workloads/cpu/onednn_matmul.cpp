@@ -93,6 +93,30 @@ bool onednn_has_matmul(dt src, dt weights, dt dst, bool sum_post_op) {
   return ok;
 }
 
+namespace {
+
+bool cpu_has_bf16_dot() {
+  if (!cpu_isa_allowed(CpuIsa::Avx512)) return false;
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool onednn_native_bf16_matmul(bool sum_post_op) {
+  return cpu_has_bf16_dot() && onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16, sum_post_op);
+}
+
+std::string onednn_no_bf16_note() {
+  if (!onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16))
+    return ": oneDNN " + onednn_version() + " has no bf16 matmul on this CPU";
+  return ": this CPU has no bf16 dot products (AVX512_BF16, AMX-BF16), where oneDNN " + onednn_version() +
+         "'s bf16 matmul emulates them, slower than its fp32 one";
+}
+
 void widen(const void* from, dt type, float* to, std::int64_t n) {
   parallel_for(n, [&](std::int64_t lo, std::int64_t hi, int) {
     if (type == dt::bf16) {
