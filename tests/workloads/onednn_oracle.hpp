@@ -3,6 +3,8 @@
 // rafter has made its engine (any CPU GEMM): oneDNN fixes its ISA at first use, and rafter's
 // RAFTER_CPU_ISA hold must come first.
 #pragma once
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <dnnl.hpp>
 #include <string>
@@ -27,8 +29,8 @@ inline bool onednn_creates_bf16_matmul() {
 inline bool bf16_matmul_is_native() {
   const char* held = std::getenv("RAFTER_CPU_ISA");
   if (held && *held && std::string(held) != "avx512") return false;
-  return onednn_creates_bf16_matmul() &&
-         (__builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16"));
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // AVX512_BF16: leaf 7, subleaf 1, EAX bit 5
+  return onednn_creates_bf16_matmul() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && ((eax >> 5) & 1u);
 }
 
 // oneDNN's int8 GEMMs sum exactly: its generated kernels on an ISA with int8 dot products (VNNI),

@@ -12,6 +12,10 @@
 
 #include "rafter/collector/cpu_isa.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace rafter::workloads::cpu {
 namespace {
 
@@ -95,10 +99,14 @@ bool onednn_has_matmul(dt src, dt weights, dt dst, bool sum_post_op) {
 
 namespace {
 
+// AVX512_BF16: CPUID leaf 7, subleaf 1, EAX bit 5 (every CPU with AMX-BF16 has it too). Read with
+// <cpuid.h>, which GCC and Clang share; __builtin_cpu_supports's names differ between them.
 bool cpu_has_bf16_dot() {
   if (!cpu_isa_allowed(CpuIsa::Avx512)) return false;
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__builtin_cpu_supports("avx512f") || !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return (eax >> 5) & 1u;
 #else
   return false;
 #endif

@@ -28,7 +28,8 @@ dnnl::memory::desc matmul_md(std::int64_t b, std::int64_t rows, std::int64_t col
 bool onednn_has_matmul(dt src, dt weights, dt dst, bool sum_post_op = false);
 
 // Whether rafter runs its BF16 matmuls on oneDNN's BF16 matmul: oneDNN has one here and the CPU
-// has BF16 dot products (AVX512_BF16 or AMX-BF16, not held below AVX-512 by RAFTER_CPU_ISA).
+// has BF16 dot products (AVX512_BF16, which AMX-BF16 CPUs have too; not held below AVX-512 by
+// RAFTER_CPU_ISA).
 // Without them oneDNN 2.6's BF16 matmul on AVX-512 emulates them (gemm:jit), 3.5 times slower than
 // its FP32 matmul on the widened operands (2048³ on an Ice Lake VM: 640 against 181 ms), so the
 // FP32 path runs instead. sum_post_op as for onednn_has_matmul.
