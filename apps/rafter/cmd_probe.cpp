@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <cmath>
-#include <filesystem>
 #include <optional>
 
 #include "commands.hpp"
@@ -109,10 +108,7 @@ double parse_bytes(const std::string& text) {
 // host is merged into (merge_earlier: this run's probes replace their earlier ceilings, the rest
 // stay); anything else there is measured work too, so it is not overwritten unless --replace.
 std::optional<MachineProfile> earlier_profile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;  // none yet, or /dev/null
-  if (std::filesystem::file_size(path, ec) == 0 && !ec)
-    return std::nullopt;  // empty (mktemp's): nothing measured
+  if (!output_holds_a_file(path)) return std::nullopt;
   MachineProfile earlier;
   try {
     earlier = machine_profile_from_json(read_json_file(path), path);

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <regex>
 
@@ -167,9 +166,7 @@ std::string counters_condition(const Run& run, const std::string& device) {
 // unless --replace. A plan (nothing measured) and an empty file (mktemp's) are, and so is the
 // default ./run.json of a run without -o.
 void refuse_to_overwrite(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return;  // none yet, or /dev/null
-  if (std::filesystem::file_size(path, ec) == 0 && !ec) return;
+  if (!output_holds_a_file(path)) return;
   Run earlier;
   try {
     earlier = run_from_json(read_json_file(path), path);

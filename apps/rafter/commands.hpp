@@ -25,6 +25,10 @@ ExitStatus interrupted_status(const std::string& what_was_kept);
 // rank at once: rank 0 throws it (one line), the others end silently with exit 2.
 void on_rank0_for_all_ranks(Ranks& ranks, const std::function<void()>& check);
 
+// Whether the output path holds a file that may be measured work: a regular file that is not empty
+// (not a missing path, /dev/null, or mktemp's empty file). probe and profile read it before running.
+bool output_holds_a_file(const std::string& path);
+
 void add_topology_command(CLI::App& app);  // rafter topology [--json]
 void add_probe_command(CLI::App& app);     // rafter probe --device cpu|cuda[:N]
 void add_profile_command(CLI::App& app);   // rafter profile --model/--op ... [--plan]

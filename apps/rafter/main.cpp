@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include "commands.hpp"
 #include "rafter/collector/cpu_isa.hpp"
@@ -18,6 +19,12 @@ ExitStatus interrupted_status(const std::string& what_was_kept) {
   std::fflush(stdout);
   fmt::print(stderr, "rafter: interrupted by {}: {}\n", signal_name(sig), what_was_kept);
   return ExitStatus{interrupted_exit_code(sig)};
+}
+
+bool output_holds_a_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  return !(std::filesystem::file_size(path, ec) == 0 && !ec);
 }
 
 void on_rank0_for_all_ranks(Ranks& ranks, const std::function<void()>& check) {
