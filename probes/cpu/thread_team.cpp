@@ -10,7 +10,6 @@
 #include <string>
 #include <utility>
 
-#include "../src/hwloc_topology.hpp"
 #include "rafter/collector/interrupt.hpp"
 
 namespace rafter::probes::cpu {

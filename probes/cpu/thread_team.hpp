@@ -1,6 +1,7 @@
 // A team of threads, one per core, each pinned through hwloc, that run the same function at once.
-// Thread 0 is the caller. Data is first-touched by the thread that uses it (each thread allocates
-// its own buffers inside run()), so that on NUMA machines it lands on that thread's node.
+// Thread 0 is the caller, pinned to core 0 while the team lives (its binding restored after). Data is
+// first-touched by the thread that uses it (each thread allocates its own buffers inside run()), so that on
+// NUMA machines it lands on that thread's node.
 #pragma once
 #include <atomic>
 #include <barrier>
@@ -8,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "../src/hwloc_topology.hpp"
 #include "rafter/collector/timing.hpp"
 
 namespace rafter::probes::cpu {
@@ -26,6 +28,7 @@ class ThreadTeam {
 
  private:
   void worker(int index);
+  CallerBinding caller_binding_;  // first member: saved before the caller is pinned, restored last
   int size_;
   std::atomic<bool> pinned_{true};
   bool stop_ = false;

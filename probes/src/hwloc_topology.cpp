@@ -55,6 +55,19 @@ bool pin_current_thread_to_core(int core_index) {
   return hwloc_set_cpubind(t.get(), pu->cpuset, HWLOC_CPUBIND_THREAD) == 0;
 }
 
+CallerBinding::CallerBinding() : saved_(hwloc_bitmap_alloc()) {
+  if (saved_ && hwloc_get_cpubind(process_topology().get(), saved_, HWLOC_CPUBIND_THREAD) != 0) {
+    hwloc_bitmap_free(saved_);
+    saved_ = nullptr;
+  }
+}
+
+CallerBinding::~CallerBinding() {
+  if (saved_ == nullptr) return;
+  hwloc_set_cpubind(process_topology().get(), saved_, HWLOC_CPUBIND_THREAD);
+  hwloc_bitmap_free(saved_);
+}
+
 std::vector<CacheLevelInfo> data_cache_levels(const HwlocTopology& t) {
   std::vector<CacheLevelInfo> levels;
   const hwloc_obj_type_t types[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE,

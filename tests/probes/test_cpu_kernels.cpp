@@ -2,6 +2,7 @@
 // CPU has: the load checksum, store/nt_store values, copy and triad results, and every compute
 // kernel's exact result. ISAs the CPU lacks are skipped, never run.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cstring>
 #include <random>
@@ -71,4 +72,22 @@ TEST(CpuKernels, UnknownIsaIsAnInputError) {
 TEST(CpuKernels, WidestIsaIsPresentAndScalarAlwaysIs) {
   EXPECT_TRUE(cpu_has_isa(cpu_features(), widest_isa(cpu_features())));
   EXPECT_TRUE(cpu_has_isa(cpu_features(), "scalar"));
+}
+
+// A team pins its caller to core 0 while it lives and puts the caller's binding back after: threads
+// the caller starts later (an OpenMP runtime's team, oneDNN's) inherit the caller's mask.
+TEST(CpuKernels, ATeamLeavesItsCallerUnpinned) {
+  cpu_set_t before, during, after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one hardware thread here: pinning cannot change the mask";
+  {
+    ThreadTeam team(2);
+    ASSERT_EQ(sched_getaffinity(0, sizeof during, &during), 0);
+    if (team.pinned()) {
+      EXPECT_EQ(CPU_COUNT(&during), 1);
+    }
+  }
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after))
+      << CPU_COUNT(&after) << " of " << CPU_COUNT(&before) << " CPUs after";
 }
