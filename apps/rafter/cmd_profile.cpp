@@ -194,9 +194,11 @@ void run_profile(const ProfileArgs& a) {
   if (!a.plan && out.output.empty()) out.output = "run.json";
   Ranks& ranks = Ranks::world();
   ranks.set_timeout_seconds(a.comm_timeout);
+  std::optional<OutputLock> lock;  // one measuring run per output file (a plan measures nothing: none)
   if (!out.output.empty())
-    on_rank0_for_all_ranks(ranks, [&] {
+    on_rank0_for_all_ranks(ranks, [&] {  // one broadcast under mpirun: the path's check and its lock
       check_writable(out.output);
+      if (!a.plan) lock.emplace(out.output);  // before the file is read: no other run writes it after
       if (!a.output.empty() && !a.replace)
         refuse_to_overwrite(out.output);  // the default ./run.json is scratch
     });
@@ -213,8 +215,6 @@ void run_profile(const ProfileArgs& a) {
     emit(out, run, true);
     return;
   }
-  std::optional<OutputLock> lock;  // one measuring run per output file
-  if (!out.output.empty()) on_rank0_for_all_ranks(ranks, [&] { lock.emplace(out.output); });
   InterruptScope interrupts;  // a first Ctrl-C stops after the current repeat and keeps what finished
   ExecContext ctx;
   ctx.device = rank_device(a.device, ranks.info());  // under mpirun: one GPU per rank
