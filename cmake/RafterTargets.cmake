@@ -1,8 +1,8 @@
 # Helpers shared by the per-folder CMakeLists: one library per folder, sources globbed so that a
 # new probe or operator file needs no CMake edit, and ISA flags chosen by file-name suffix.
 
-# Files named *_avx512.cpp, *_avx2.cpp or *_sse.cpp get that ISA's flags; the probe selects among
-# them at run time by CPUID, so the rest of the binary stays baseline x86-64. Such a file must keep
+# Files named *_avx512.cpp, *_amx.cpp, *_avx2.cpp or *_sse.cpp get that ISA's flags; the probe
+# selects among them at run time by CPUID, so the rest of the binary stays baseline x86-64. Such a file must keep
 # everything it defines in internal linkage or its ISA's own namespace (tests/isa/check_dispatch.py).
 function(rafter_isa_flags)
   foreach(src IN LISTS ARGN)
@@ -12,6 +12,8 @@ function(rafter_isa_flags)
     elseif(src MATCHES "_avx512fp16\\.cpp$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512fp16;-mfma")
+    elseif(src MATCHES "_amx\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mamx-tile;-mamx-bf16;-mamx-int8")
     elseif(src MATCHES "_avx2\\.cpp$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni")
     elseif(src MATCHES "_sse\\.cpp$")

@@ -2,6 +2,8 @@
 #include "cpu_features.hpp"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -28,6 +30,17 @@ unsigned long long xgetbv0() {
 }
 
 bool bit(unsigned v, int n) { return ((v >> n) & 1u) != 0; }
+
+// Linux (5.16 on) hands out the AMX tile data state per process, on request; without it the first
+// tile instruction raises SIGILL. Returns why AMX cannot be used, empty when it can.
+std::string request_amx(unsigned long long xcr0) {
+  constexpr unsigned long long kTileState = (1ull << 17) | (1ull << 18);  // XTILECFG, XTILEDATA
+  if ((xcr0 & kTileState) != kTileState) return "the OS has not enabled the tile state (XCR0 bits 17, 18)";
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0)
+    return "the kernel refused the tile state (arch_prctl ARCH_REQ_XCOMP_PERM; Linux 5.16 or later needed)";
+  return "";
+}
 
 CpuFeatures detect() {
   CpuFeatures f;
@@ -63,6 +76,12 @@ CpuFeatures detect() {
     f.avx512_fp16 = bit(l7.d, 23) && os_avx512;
     f.avx512_bf16 = bit(l7s1.a, 5) && os_avx512;
     f.avx_vnni = bit(l7s1.a, 4) && os_avx;
+    if (bit(l7.d, 24)) {  // AMX-TILE; AMX-BF16 is bit 22, AMX-INT8 bit 25
+      f.amx_refused = request_amx(xcr0);
+      f.amx_tile = f.amx_refused.empty();
+      f.amx_bf16 = f.amx_tile && bit(l7.d, 22);
+      f.amx_int8 = f.amx_tile && bit(l7.d, 25);
+    }
   }
   char brand[49] = {};
   if (cpuid(0x80000000).a >= 0x80000004) {
@@ -82,8 +101,10 @@ CpuFeatures detect() {
 CpuFeatures hold(CpuFeatures f) {
   const auto held = held_cpu_isa();
   if (!held) return f;
-  if (*held < CpuIsa::Avx512)
+  if (*held < CpuIsa::Avx512) {
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_bf16 = f.avx512_vnni = f.avx512_fp16 = false;
+    f.amx_tile = f.amx_bf16 = f.amx_int8 = false;  // AMX came after AVX-512: a CPU held below it has none
+  }
   if (*held < CpuIsa::Avx2) f.avx = f.avx2 = f.fma = f.f16c = f.avx_vnni = false;
   if (*held < CpuIsa::Sse41) f.sse41 = f.sse42 = false;
   return f;
@@ -116,7 +137,10 @@ std::vector<std::string> isa_extension_names(const CpuFeatures& f) {
                                               {f.avx512vl, "avx512vl"},
                                               {f.avx512_vnni, "avx512_vnni"},
                                               {f.avx512_bf16, "avx512_bf16"},
-                                              {f.avx512_fp16, "avx512_fp16"}};
+                                              {f.avx512_fp16, "avx512_fp16"},
+                                              {f.amx_tile, "amx_tile"},
+                                              {f.amx_bf16, "amx_bf16"},
+                                              {f.amx_int8, "amx_int8"}};
   for (const auto& [present, name] : all)
     if (present) names.emplace_back(name);
   return names;

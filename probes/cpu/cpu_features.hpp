@@ -19,6 +19,10 @@ struct CpuFeatures {
   bool sse41 = false, sse42 = false, avx = false, avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_bf16 = false, avx512_vnni = false, avx512_fp16 = false, avx_vnni = false;
+  // AMX (Intel's tile matrix unit, Sapphire Rapids on): CPUID, the OS's tile state (XCR0 bits 17
+  // and 18) and Linux's per-process permission (arch_prctl ARCH_REQ_XCOMP_PERM), asked once here.
+  bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
+  std::string amx_refused;  // the CPU has AMX-TILE but it cannot be used here: why (else empty)
 };
 
 const CpuFeatures& cpu_features();  // detected once, held to RAFTER_CPU_ISA

@@ -22,6 +22,14 @@ double dot_bf16(std::int64_t iterations);
 double dot_int8(std::int64_t iterations);
 double fma_fp16(std::int64_t iterations);  // compute_avx512fp16.cpp
 }  // namespace avx512
+namespace amx {  // compute_amx.cpp: call only when CpuFeatures::amx_tile (CPUID and Linux's permission)
+double dot_bf16(std::int64_t iterations);
+double dot_int8(std::int64_t iterations);
+// One tile product on 16 x 64-byte tiles: c_out = c_in + a . b (tdpbf16ps / tdpbssd), for the checks.
+void tile_product_bf16(const std::uint16_t* a, const std::uint16_t* b, const float* c_in, float* c_out);
+void tile_product_int8(const std::int8_t* a, const std::int8_t* b, const std::int32_t* c_in,
+                       std::int32_t* c_out);
+}  // namespace amx
 namespace avx2 {
 RAFTER_STREAM_ENTRY_POINTS
 double fma_fp64(std::int64_t iterations);

@@ -16,6 +16,13 @@ double fixed_point(std::int64_t) {
   return 2.0 * Lanes * kAcc;
 }
 
+// AMX: six accumulator tiles of 16 x 16 elements start at 0 and grow by Step each a step.
+constexpr int kTiles = 6;
+template <int Step>
+double tile_counting(std::int64_t iterations) {
+  return static_cast<double>(kTiles) * 256 * Step * static_cast<double>(iterations);
+}
+
 // acc starts at 0 and grows by Step per lane and iteration.
 template <int Lanes, int Step>
 double counting(std::int64_t iterations) {
@@ -26,6 +33,8 @@ bool has_avx512(const CpuFeatures& f) { return cpu_has_isa(f, "avx512"); }
 bool has_bf16(const CpuFeatures& f) { return has_avx512(f) && f.avx512_bf16; }
 bool has_vnni(const CpuFeatures& f) { return has_avx512(f) && f.avx512_vnni; }
 bool has_fp16(const CpuFeatures& f) { return has_avx512(f) && f.avx512_fp16; }
+bool has_amx_bf16(const CpuFeatures& f) { return f.amx_bf16; }
+bool has_amx_int8(const CpuFeatures& f) { return f.amx_int8; }
 bool has_avx2(const CpuFeatures& f) { return cpu_has_isa(f, "avx2"); }
 bool has_avx_vnni(const CpuFeatures& f) { return has_avx2(f) && f.avx_vnni; }
 bool has_sse(const CpuFeatures& f) { return cpu_has_isa(f, "sse"); }
@@ -71,9 +80,16 @@ const StreamKernels& stream_kernels(const std::string& isa) {
 
 // flops_per_iteration = accumulators x lanes x FLOPs per lane per instruction:
 // FMA 2 (multiply + add); mul+add pair 2; vdpbf16ps 4 (2 bf16 products + 2 adds into fp32);
-// vpdpbusd 8 (4 u8*s8 products + 4 adds into int32; counted as OPs).
+// vpdpbusd 8 (4 u8*s8 products + 4 adds into int32; counted as OPs). AMX, per tile instruction:
+// tdpbf16ps 16 x 16 x 32 products and adds (16384 FLOPs), tdpbssd 16 x 16 x 64 (32768 OPs); its
+// `vector_bits` is a tile's 16 rows x 64 bytes. They run under `--isa avx512` (the AVX-512 cores'
+// matrix unit), and a CPU held below AVX-512 has none.
 const std::vector<ComputeKernel>& compute_kernels() {
   static const std::vector<ComputeKernel> all = {
+      {"bf16", "tile_dot", "avx512", "tdpbf16ps tmm (AMX-BF16)", 8192, kTiles, kTiles * 16 * 16 * 32 * 2.0,
+       amx::dot_bf16, tile_counting<32>, has_amx_bf16},
+      {"int8", "tile_dot", "avx512", "tdpbssd tmm (AMX-INT8)", 8192, kTiles, kTiles * 16 * 16 * 64 * 2.0,
+       amx::dot_int8, tile_counting<64>, has_amx_int8},
       {"fp64", "fma", "avx512", "vfmadd231pd zmm", 512, kAcc, kAcc * 8 * 2.0, avx512::fma_fp64,
        fixed_point<8>, has_avx512},
       {"fp32", "fma", "avx512", "vfmadd231ps zmm", 512, kAcc, kAcc * 16 * 2.0, avx512::fma_fp32,

@@ -1,6 +1,7 @@
-// cpu.compute: FP64/FP32 FMA at every vector width the CPU has, BF16/FP16/INT8 where present, on 1
-// thread and all cores. A precision the CPU lacks is recorded as absent, never as 0 FLOP/s; BF16 and
-// FP16 without native arithmetic get the FP32 roof their work runs on instead, labelled so.
+// cpu.compute: FP64/FP32 FMA at every vector width the CPU has, BF16/FP16/INT8 where present (dot
+// products, and AMX's tile dot products where the CPU has its matrix unit), on 1 thread and all cores. A
+// precision the CPU lacks is recorded as absent, never as 0 FLOP/s; BF16 and FP16 without native arithmetic
+// get the FP32 roof their work runs on instead, labelled so.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,13 +20,18 @@ namespace {
 std::vector<const ComputeKernel*> kernels_to_run(const ProbeOptions& options, nlohmann::json& absent) {
   const CpuFeatures& f = cpu_features();
   std::vector<const ComputeKernel*> run;
+  if (options.isa.empty() || options.isa == "avx512")
+    if (const std::string bad = check_amx_tiles(f); !bad.empty())
+      throw std::runtime_error("cpu.compute: kernel check failed: " + bad);
   for (const ComputeKernel& k : compute_kernels()) {
     if (!options.isa.empty() && k.isa != options.isa) continue;
     if (!k.present(f)) {
+      const bool refused = k.operation == "tile_dot" && !f.amx_refused.empty();
       absent.push_back({{"precision", k.precision},
                         {"isa", k.isa},
                         {"instruction", k.instruction},
-                        {"reason", "this CPU lacks the instruction (CPUID)"}});
+                        {"reason", refused ? "AMX unusable here: " + f.amx_refused
+                                           : std::string("this CPU lacks the instruction (CPUID)")}});
       continue;
     }
     if (const std::string bad = check_compute_kernel(k); !bad.empty())
@@ -152,9 +158,9 @@ void probe_cpu_compute(const ProbeOptions& options, const Device& cpu, MachinePr
 
 }  // namespace
 
-RAFTER_REGISTER_PROBE(
-    "cpu.compute", "cpu",
-    "FP64/FP32 FMA per vector width, BF16/FP16/INT8 dot/FMA where present; 1 thread and all cores",
-    probe_cpu_compute);
+RAFTER_REGISTER_PROBE("cpu.compute", "cpu",
+                      "FP64/FP32 FMA per vector width, BF16/FP16/INT8 dot/FMA (AMX tiles too) where present; "
+                      "1 thread and all cores",
+                      probe_cpu_compute);
 
 }  // namespace rafter::probes::cpu

@@ -10,8 +10,8 @@ initializer runs on every CPU. So, for every object in the given static librarie
 
   1. no weak or unique (COMDAT) function holds an instruction beyond baseline x86-64;
   2. no static initializer holds one;
-  3. a global function that holds one lives in an ISA namespace (avx512::, avx2::, avx2_build::,
-     sse::): the name its dispatching caller picks by CPUID;
+  3. a global function that holds one lives in an ISA namespace (avx512::, amx::, avx2::,
+     avx2_build::, sse::): the name its dispatching caller picks by CPUID;
   4. no weak or unique symbol names something of an anonymous namespace as GCC mangles it
      (_GLOBAL__N_1): that name is the same in every file, so the linker merges what are different
      things (GCC 12 emits these for function templates instantiated on an anonymous class
@@ -19,7 +19,7 @@ initializer runs on every CPU. So, for every object in the given static librarie
      namespace apart (_GLOBAL__N__<hash>_<file>): those are not merged.
 
 "Beyond baseline": VEX/EVEX-encoded instructions (AVX and later: mnemonics starting with "v"),
-ymm/zmm/mask registers, and the SSE3..SSE4.2 mnemonics below. Usage:
+ymm/zmm/mask/tile registers, AMX's tile instructions, and the SSE3..SSE4.2 mnemonics below. Usage:
     check_dispatch.py [--objdump PATH] LIB.a [LIB.a ...]
 Exit 0 when clean, 1 with one line per offending function, 2 on a usage or tool error.
 """
@@ -42,7 +42,10 @@ pcmpestri pcmpestrm pcmpistri pcmpistrm pcmpgtq crc32 popcnt
 # but are named here so that the rule reads exactly.
 NOT_VEX = set("verr verw vmcall vmlaunch vmresume vmxoff vmxon vmread vmwrite vmptrld vmptrst vmclear vmfunc "
               "vmrun vmload vmsave vmmcall".split())
-ISA_NAMESPACE = re.compile(r"::(avx512|avx2|avx2_build|sse)::")
+ISA_NAMESPACE = re.compile(r"::(avx512|amx|avx2|avx2_build|sse)::")
+# AMX (tile) instructions and registers: neither VEX-encoded nor SSE, so named one by one.
+AMX = set("ldtilecfg sttilecfg tileloadd tileloaddt1 tilestored tilezero tilerelease tdpbf16ps tdpfp16ps "
+          "tdpbssd tdpbsud tdpbusd tdpbuud".split())
 SYMBOL = re.compile(r"^[0-9a-f]+ (.{7}) (\S+)\t[0-9a-f]+ (?:\.hidden )?(\S+)$")
 MEMBER = re.compile(r"^(\S+):\s+file format ")
 FUNCTION = re.compile(r"^[0-9a-f]+ <(.+)>:$")
@@ -53,9 +56,9 @@ def beyond_baseline(mnemonic, operands):
     m = mnemonic.split(".")[0]
     if m.startswith("v") and m not in NOT_VEX:
         return True
-    if m in SSE3_TO_SSE42:
+    if m in SSE3_TO_SSE42 or m in AMX:
         return True
-    return re.search(r"%[yz]mm|%k[0-7]\b", operands) is not None
+    return re.search(r"%[yz]mm|%k[0-7]\b|%tmm[0-7]", operands) is not None
 
 
 def scan(objdump, archive):

@@ -91,3 +91,16 @@ TEST(CpuKernels, ATeamLeavesItsCallerUnpinned) {
   EXPECT_TRUE(CPU_EQUAL(&before, &after))
       << CPU_COUNT(&after) << " of " << CPU_COUNT(&before) << " CPUs after";
 }
+
+// AMX's tile products on random tiles, output poisoned first (check_amx_tiles): exact where the CPU
+// has AMX and Linux granted it; elsewhere the features say so and no tile kernel is present.
+TEST(CpuKernels, AmxTilesMatchTheReferenceOnRandomData) {
+  const CpuFeatures& f = cpu_features();
+  for (const ComputeKernel& k : compute_kernels()) {
+    if (k.operation != "tile_dot") continue;
+    EXPECT_EQ(k.present(f), k.precision == "bf16" ? f.amx_bf16 : f.amx_int8);
+  }
+  if (!f.amx_bf16 && !f.amx_int8)
+    GTEST_SKIP() << "no usable AMX here" << (f.amx_refused.empty() ? "" : ": " + f.amx_refused);
+  for (std::uint64_t seed : {1u, 2u, 3u}) EXPECT_EQ(check_amx_tiles(f, seed), "") << "seed " << seed;
+}
