@@ -64,46 +64,53 @@ void zero_accumulators() {
   _tile_zero(5);
 }
 
-// A and B hold 1.0 (bf16 0x3f80): every C element gains 32 (16 pairs of 1 x 1 + 1 x 1) a step.
-double dot_bf16_impl(std::int64_t iterations) {
+// Sources (tiles 6 and 7) of `one` repeated, accumulators zeroed, `iterations` calls of `step`
+// (one instruction into each of the six accumulators), the accumulators' sum.
+template <class Source, class Accumulator, class Step>
+double run_tiles(Source one, std::int64_t iterations, Step step) {
   configure_tiles();
-  alignas(64) std::uint16_t ones[kRows * kRowBytes / 2];
-  fill(ones, std::uint16_t{0x3f80});
+  alignas(64) Source ones[kRows * kRowBytes / sizeof(Source)];
+  fill(ones, one);
   _tile_loadd(6, ones, kRowBytes);
   _tile_loadd(7, ones, kRowBytes);
   zero_accumulators();
-  for (std::int64_t i = 0; i < iterations; ++i) {
-    _tile_dpbf16ps(0, 6, 7);
-    _tile_dpbf16ps(1, 6, 7);
-    _tile_dpbf16ps(2, 6, 7);
-    _tile_dpbf16ps(3, 6, 7);
-    _tile_dpbf16ps(4, 6, 7);
-    _tile_dpbf16ps(5, 6, 7);
-  }
-  const double s = sum_accumulators<float>();
+  for (std::int64_t i = 0; i < iterations; ++i) step();
+  const double s = sum_accumulators<Accumulator>();
   _tile_release();
   return s;
 }
 
+// One tile instruction into each of the six accumulators, from tiles 6 and 7 (tile numbers are
+// immediates: the instruction is a macro argument, not a function).
+#define RAFTER_INTO_SIX_TILES(dot) \
+  dot(0, 6, 7);                    \
+  dot(1, 6, 7);                    \
+  dot(2, 6, 7);                    \
+  dot(3, 6, 7);                    \
+  dot(4, 6, 7);                    \
+  dot(5, 6, 7)
+
+// A and B hold 1.0 (bf16 0x3f80): every C element gains 32 (16 pairs of 1 x 1 + 1 x 1) a step.
+double dot_bf16_impl(std::int64_t iterations) {
+  return run_tiles<std::uint16_t, float>(0x3f80, iterations, [] { RAFTER_INTO_SIX_TILES(_tile_dpbf16ps); });
+}
+
 // A and B hold signed 1: every C element gains 64 (64 products of 1 x 1) a step.
 double dot_int8_impl(std::int64_t iterations) {
+  return run_tiles<std::int8_t, std::int32_t>(1, iterations, [] { RAFTER_INTO_SIX_TILES(_tile_dpbssd); });
+}
+#undef RAFTER_INTO_SIX_TILES
+
+// c_out = c_in + a . b by one tile instruction (`dot`, into tile 0 from tiles 6 and 7).
+template <class Source, class Accumulator, class Dot>
+void tile_product(const Source* a, const Source* b, const Accumulator* c_in, Accumulator* c_out, Dot dot) {
   configure_tiles();
-  alignas(64) std::int8_t ones[kRows * kRowBytes];
-  fill(ones, std::int8_t{1});
-  _tile_loadd(6, ones, kRowBytes);
-  _tile_loadd(7, ones, kRowBytes);
-  zero_accumulators();
-  for (std::int64_t i = 0; i < iterations; ++i) {
-    _tile_dpbssd(0, 6, 7);
-    _tile_dpbssd(1, 6, 7);
-    _tile_dpbssd(2, 6, 7);
-    _tile_dpbssd(3, 6, 7);
-    _tile_dpbssd(4, 6, 7);
-    _tile_dpbssd(5, 6, 7);
-  }
-  const double s = sum_accumulators<std::int32_t>();
+  _tile_loadd(0, c_in, kRowBytes);
+  _tile_loadd(6, a, kRowBytes);
+  _tile_loadd(7, b, kRowBytes);
+  dot();
+  _tile_stored(0, c_out, kRowBytes);
   _tile_release();
-  return s;
 }
 
 }  // namespace
@@ -114,24 +121,11 @@ double dot_bf16(std::int64_t iterations) { return dot_bf16_impl(iterations); }
 double dot_int8(std::int64_t iterations) { return dot_int8_impl(iterations); }
 
 void tile_product_bf16(const std::uint16_t* a, const std::uint16_t* b, const float* c_in, float* c_out) {
-  configure_tiles();
-  _tile_loadd(0, c_in, kRowBytes);
-  _tile_loadd(6, a, kRowBytes);
-  _tile_loadd(7, b, kRowBytes);
-  _tile_dpbf16ps(0, 6, 7);
-  _tile_stored(0, c_out, kRowBytes);
-  _tile_release();
+  tile_product(a, b, c_in, c_out, [] { _tile_dpbf16ps(0, 6, 7); });
 }
-
 void tile_product_int8(const std::int8_t* a, const std::int8_t* b, const std::int32_t* c_in,
                        std::int32_t* c_out) {
-  configure_tiles();
-  _tile_loadd(0, c_in, kRowBytes);
-  _tile_loadd(6, a, kRowBytes);
-  _tile_loadd(7, b, kRowBytes);
-  _tile_dpbssd(0, 6, 7);
-  _tile_stored(0, c_out, kRowBytes);
-  _tile_release();
+  tile_product(a, b, c_in, c_out, [] { _tile_dpbssd(0, 6, 7); });
 }
 }  // namespace amx
 
