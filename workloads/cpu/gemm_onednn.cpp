@@ -13,13 +13,13 @@
 // straight to FP32. details["path"] says which path ran and what its time includes.
 // Operand layouts follow the pass (operator ops_gemm.cpp): fwd A[m,k]·W[n,k]ᵀ, bwd_input dY[m,k]·W[k,n],
 // bwd_weight dYᵀ (stored [k,m])·X[k,n]; quantized operands are kept K-contiguous (A[m,k], B as [n,k]).
-#include <chrono>
 #include <cmath>
 
 #include "block_quant.hpp"
 #include "cpu_kernel.hpp"
 #include "hot_patch_onednn.hpp"
 #include "onednn_matmul.hpp"
+#include "rafter/collector/timing.hpp"
 
 namespace rafter::workloads::cpu {
 namespace {
@@ -134,16 +134,8 @@ class GemmKernel : public Kernel {
   // stays; details.contest holds both times.
   void prepare_bf16_without_dot_products() {
     if (!onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16)) return prepare_widened();
-    const auto seconds = [this] {
-      run();
-      double best = 0;
-      for (int i = 0; i < 2; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = i == 0 ? t : std::min(best, t);
-      }
-      return best;
+    const auto seconds = [this] {  // one warm-up, the better of two timed calls
+      return measure_seconds(RepeatPolicy{1, 2, 2, 0, 0}, [this] { run(); }).min;
     };
     build(matmul_md(b_, m_, k_, dt::bf16, a_t_), matmul_md(b_, k_, n_, dt::bf16, b_t_));
     const std::string bf16_algorithm = details["algorithm"];
