@@ -5,6 +5,7 @@
 #pragma once
 #include <cpuid.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <dnnl.hpp>
 #include <string>
@@ -24,11 +25,26 @@ inline bool onednn_creates_bf16_matmul() {
   }
 }
 
+// oneDNN's ISA held by the user's variable (ONEDNN_MAX_CPU_ISA, or the older DNNL_MAX_CPU_ISA)
+// to a value without BF16 dot products; unset, empty or ALL: no hold.
+inline bool onednn_held_below_bf16_dot() {
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    std::string isa(v);
+    for (char& c : isa) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return isa.rfind("AVX512_CORE_BF16", 0) != 0 && isa.rfind("AVX512_CORE_AMX", 0) != 0 && isa != "ALL";
+  }
+  return false;
+}
+
 // rafter's BF16 GEMMs run oneDNN's BF16 matmul: it has one, and the CPU has BF16 dot products
-// (CPUID, asked here directly; without them oneDNN emulates them and rafter widens to FP32).
+// (CPUID, asked here directly; without them oneDNN emulates them and rafter widens to FP32), which
+// neither rafter's hold nor the user's hold on oneDNN takes away.
 inline bool bf16_matmul_is_native() {
   const char* held = std::getenv("RAFTER_CPU_ISA");
   if (held && *held && std::string(held) != "avx512") return false;
+  if (onednn_held_below_bf16_dot()) return false;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // AVX512_BF16: leaf 7, subleaf 1, EAX bit 5
   return onednn_creates_bf16_matmul() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && ((eax >> 5) & 1u);
 }

@@ -8,13 +8,10 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "rafter/collector/cpu_isa.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 namespace rafter::workloads::cpu {
 namespace {
@@ -99,30 +96,44 @@ bool onednn_has_matmul(dt src, dt weights, dt dst, bool sum_post_op) {
 
 namespace {
 
-// AVX512_BF16: CPUID leaf 7, subleaf 1, EAX bit 5 (every CPU with AMX-BF16 has it too). Read with
-// <cpuid.h>, which GCC and Clang share; __builtin_cpu_supports's names differ between them.
-bool cpu_has_bf16_dot() {
-  if (!cpu_isa_allowed(CpuIsa::Avx512)) return false;
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__builtin_cpu_supports("avx512f") || !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
-  return (eax >> 5) & 1u;
-#else
-  return false;
-#endif
+// BF16 dot products (AVX512_BF16; every CPU with AMX-BF16 has them too) in the ISA oneDNN itself
+// runs here: the CPU's, under rafter's hold (hold_onednn_isa) or the user's ONEDNN_MAX_CPU_ISA.
+// oneDNN's ISA values are nested bit sets (avx512_core_amx holds avx512_core_bf16's bits).
+bool onednn_isa_has_bf16_dot() {
+  (void)onednn_engine();  // the hold first: oneDNN fixes its ISA when first asked
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;
+}
+
+std::string onednn_isa_name() {
+  using isa = dnnl::cpu_isa;
+  static const std::pair<isa, const char*> names[] = {{isa::sse41, "sse41"},
+                                                      {isa::avx, "avx"},
+                                                      {isa::avx2, "avx2"},
+                                                      {isa::avx2_vnni, "avx2_vnni"},
+                                                      {isa::avx512_core, "avx512_core"},
+                                                      {isa::avx512_core_vnni, "avx512_core_vnni"},
+                                                      {isa::avx512_core_bf16, "avx512_core_bf16"},
+                                                      {isa::avx512_core_amx, "avx512_core_amx"}};
+  const isa effective = dnnl::get_effective_cpu_isa();
+  for (const auto& [value, name] : names)
+    if (value == effective) return name;
+  return "ISA " + std::to_string(static_cast<unsigned>(effective));
 }
 
 }  // namespace
 
 bool onednn_native_bf16_matmul(bool sum_post_op) {
-  return cpu_has_bf16_dot() && onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16, sum_post_op);
+  return onednn_isa_has_bf16_dot() && onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16, sum_post_op);
 }
 
 std::string onednn_no_bf16_note() {
   if (!onednn_has_matmul(dt::bf16, dt::bf16, dt::bf16))
     return ": oneDNN " + onednn_version() + " has no bf16 matmul on this CPU";
-  return ": this CPU has no bf16 dot products (AVX512_BF16, AMX-BF16), where oneDNN " + onednn_version() +
-         "'s bf16 matmul emulates them, slower than its fp32 one";
+  return ": oneDNN " + onednn_version() + " runs " + onednn_isa_name() +
+         " here, without bf16 dot products (AVX512_BF16, AMX-BF16), where its bf16 matmul emulates them, "
+         "slower than its fp32 one";
 }
 
 void widen(const void* from, dt type, float* to, std::int64_t n) {
