@@ -6,12 +6,13 @@
 
 namespace rafter::probes::cpu {
 
-#define RAFTER_STREAM_ENTRY_POINTS                                             \
-  std::uint64_t stream_load(const double* a, std::size_t n, int passes);       \
-  std::uint64_t stream_load_pairs(const double* a, std::size_t n, int passes); \
-  void stream_store(double* a, std::size_t n, double v, int passes);           \
-  void stream_nt_store(double* a, std::size_t n, double v, int passes);        \
-  void stream_copy(double* d, const double* s, std::size_t n, int passes);     \
+#define RAFTER_STREAM_ENTRY_POINTS                                               \
+  std::uint64_t stream_load(const double* a, std::size_t n, int passes);         \
+  std::uint64_t stream_load_pairs(const double* a, std::size_t n, int passes);   \
+  std::uint64_t stream_load_discard(const double* a, std::size_t n, int passes); \
+  void stream_store(double* a, std::size_t n, double v, int passes);             \
+  void stream_nt_store(double* a, std::size_t n, double v, int passes);          \
+  void stream_copy(double* d, const double* s, std::size_t n, int passes);       \
   void stream_triad(double* a, const double* b, const double* c, double s, std::size_t n, int passes);
 
 namespace avx512 {

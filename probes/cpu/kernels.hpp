@@ -21,8 +21,12 @@ struct StreamKernels {
   // load: reads a[0..n); returns the XOR of all 64-bit words (a checksum the compiler cannot drop).
   std::uint64_t (*load)(const double* a, std::size_t n, int passes);
   // load_pairs: the same checksum, the loads XORed in pairs first (two accumulators, not eight).
-  // Which form reads a level faster depends on the core; the bandwidth probe times both.
+  // Which form reads a level faster depends on the core; the bandwidth probe times all three.
   std::uint64_t (*load_pairs)(const double* a, std::size_t n, int passes);
+  // load_discard: the loads alone, as likwid-bench's: of each block of 8 × lanes doubles only the
+  // first vector (lanes doubles) reaches the checksum, the other seven are loaded and not read.
+  std::uint64_t (*load_discard)(const double* a, std::size_t n, int passes);
+  std::size_t lanes;  // doubles per vector register
   // store: a[i] = value.  nt_store: the same with non-temporal (streaming) stores.
   void (*store)(double* a, std::size_t n, double value, int passes);
   void (*nt_store)(double* a, std::size_t n, double value, int passes);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <stdexcept>
 #include <string_view>
 
@@ -27,15 +28,18 @@ struct ThreadData {
   std::uint64_t sink = 0;  // the load kernel's checksum, kept so the loads stay live
 };
 
-// `pairs`: the load's second form (StreamKernels::load_pairs).
+// The load's forms (StreamKernels): chains (load), pairs (load_pairs), discard (load_discard).
+constexpr const char* kLoadForms[] = {"chains", "pairs", "discard"};
+
+// `form`: which of kLoadForms a load runs.
 void run_kernel(const StreamKernels& k, const StreamOperation& op, ThreadData& d, std::size_t n, int passes,
-                bool pairs) {
+                int form) {
   double* a = d.buffer.data();
   double* b = a + n;
   double* c = b + n;
   const std::string_view name = op.name;
   if (name == "load")
-    d.sink ^= (pairs ? k.load_pairs : k.load)(a, n, passes);
+    d.sink ^= (form == 2 ? k.load_discard : form == 1 ? k.load_pairs : k.load)(a, n, passes);
   else if (name == "store")
     k.store(a, n, 1.0, passes);
   else if (name == "nt_store")
@@ -55,7 +59,7 @@ struct SweepContext {
   double start_seconds;      // when the probe began (trials record their time from it)
   double worst_overlap = 1;  // of the threads' run times (see thread_team.hpp), over the sweep
   double point_overlap = 1;  // the same, over the last point's samples
-  bool point_pairs = false;  // the last load point's faster form was load_pairs
+  int point_form = 0;        // the last load point's fastest form (kLoadForms)
 };
 
 // One all-core ceiling's trials: the sweep's own point and its re-measurements, by index into the
@@ -87,17 +91,17 @@ std::vector<ThreadData> allocate_team_data(ThreadTeam& team, double per_thread_b
 }
 
 // One point: n doubles per array and thread, passes sized so a sample lasts sample_seconds. A load
-// point times both forms of the kernel and keeps the faster median: which one reads a level
-// faster depends on the core (StreamKernels::load_pairs), and a ceiling is the rate the level
-// gives, not one loop's.
+// point times each form of the kernel and keeps the fastest median: which one reads a level
+// fastest depends on the core (StreamKernels), and a ceiling is the rate the level gives, not one
+// loop's.
 SweepPoint measure_point(SweepContext& ctx, const StreamOperation& op, std::size_t n) {
   const double ws = ctx.team.size() * static_cast<double>(n) * op.arrays * sizeof(double);
   SweepPoint best{ws, {}};
-  const int forms = std::string_view(op.name) == "load" ? 2 : 1;
+  const int forms = std::string_view(op.name) == "load" ? static_cast<int>(std::size(kLoadForms)) : 1;
   for (int form = 0; form < forms; ++form) {
     int passes = 1;
     auto body = [&](int t) {
-      run_kernel(ctx.kernels, op, ctx.data[static_cast<std::size_t>(t)], n, passes, form == 1);
+      run_kernel(ctx.kernels, op, ctx.data[static_cast<std::size_t>(t)], n, passes, form);
     };
     team_sample(ctx.team, body);  // warm the data into the level being measured
     const double one_pass = std::max(team_sample(ctx.team, body).seconds, 1e-8);
@@ -110,7 +114,7 @@ SweepPoint measure_point(SweepContext& ctx, const StreamOperation& op, std::size
     if (form == 0 || bw.median > best.figure.value) {
       best.figure = Figure::measured(bw, "B/s");
       ctx.point_overlap = overlap;
-      ctx.point_pairs = form == 1;
+      ctx.point_form = form;
     }
   }
   return best;
@@ -153,7 +157,7 @@ void sweep_operation(SweepContext& ctx, const Device& cpu, const StreamOperation
   const int threads = ctx.team.size();
   Sweep sweep{cpu.id, "bandwidth", op.name, ctx.kernels.isa, threads, ctx.data[0].buffer.huge_pages(), {}};
   std::vector<double> measured_at, overlap;  // per point: seconds from the probe's start, overlap
-  std::vector<bool> pairs;                   // per load point: its faster form was load_pairs
+  std::vector<int> forms;                    // per load point: its fastest form (kLoadForms)
   for (double ws : grid) {
     progress.step(fmt::format("{} {} {} thread(s) {:.0f} KiB", op.name, ctx.kernels.isa, threads, ws / 1024));
     const double per_array = ws / (threads * op.arrays * sizeof(double));
@@ -164,7 +168,7 @@ void sweep_operation(SweepContext& ctx, const Device& cpu, const StreamOperation
     sweep.points.push_back(std::move(p));
     measured_at.push_back(now_seconds() - ctx.start_seconds);
     overlap.push_back(ctx.point_overlap);
-    pairs.push_back(ctx.point_pairs);
+    forms.push_back(ctx.point_form);
   }
   for (Ceiling& c : plateau_ceilings(sweep, cpu, ctx.team.pinned())) {
     c.params["thread_overlap_min"] = ctx.worst_overlap;
@@ -173,7 +177,7 @@ void sweep_operation(SweepContext& ctx, const Device& cpu, const StreamOperation
         std::find_if(sweep.points.begin(), sweep.points.end(),
                      [ws](const SweepPoint& q) { return q.working_set_bytes == ws; }) -
         sweep.points.begin());
-    if (std::string_view(op.name) == "load") c.params["load_kernel"] = pairs[point] ? "pairs" : "chains";
+    if (std::string_view(op.name) == "load") c.params["load_kernel"] = kLoadForms[forms[point]];
     if (targets != nullptr) {
       const auto n = static_cast<std::size_t>(std::llround(ws / (threads * op.arrays * sizeof(double))));
       targets->push_back({profile.ceilings.size(),

@@ -17,6 +17,13 @@ struct Avx2 {
     return _mm256_xor_si256(acc, _mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
   }
   static I load_i(const double* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+  static void discard7(const double* p) {
+    asm volatile(
+        "vmovdqa (%0), %%ymm0\n\tvmovdqa 32(%0), %%ymm0\n\tvmovdqa 64(%0), %%ymm0\n\t"
+        "vmovdqa 96(%0), %%ymm0\n\tvmovdqa 128(%0), %%ymm0\n\tvmovdqa 160(%0), %%ymm0\n\t"
+        "vmovdqa 192(%0), %%ymm0" ::"r"(p)
+        : "xmm0", "memory");
+  }
   static I xor_i(I a, I b) { return _mm256_xor_si256(a, b); }
   static std::uint64_t fold(I x) {
     alignas(32) std::uint64_t w[4];

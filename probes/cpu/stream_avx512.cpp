@@ -15,6 +15,13 @@ struct Avx512 {
   static I zero() { return _mm512_setzero_si512(); }
   static I xor_load(I acc, const double* p) { return _mm512_xor_si512(acc, _mm512_load_si512(p)); }
   static I load_i(const double* p) { return _mm512_load_si512(p); }
+  static void discard7(const double* p) {
+    asm volatile(
+        "vmovdqa64 (%0), %%zmm0\n\tvmovdqa64 64(%0), %%zmm0\n\tvmovdqa64 128(%0), %%zmm0\n\t"
+        "vmovdqa64 192(%0), %%zmm0\n\tvmovdqa64 256(%0), %%zmm0\n\tvmovdqa64 320(%0), %%zmm0\n\t"
+        "vmovdqa64 384(%0), %%zmm0" ::"r"(p)
+        : "xmm0", "memory");
+  }
   static I xor_i(I a, I b) { return _mm512_xor_si512(a, b); }
   static std::uint64_t fold(I x) {
     alignas(64) std::uint64_t w[8];

@@ -33,6 +33,14 @@ std::uint64_t xor_reference(const double* a, std::size_t n) {
   return r;
 }
 
+// The XOR of the words of each block's first vector (load_discard's checksum): lanes doubles of
+// every 8 × lanes.
+std::uint64_t xor_block_heads(const double* a, std::size_t n, std::size_t lanes) {
+  std::uint64_t r = 0;
+  for (std::size_t i = 0; i < n; i += 8 * lanes) r ^= xor_reference(a + i, lanes);
+  return r;
+}
+
 }  // namespace
 
 std::string check_stream_kernels(const StreamKernels& k, std::size_t n) {
@@ -45,6 +53,8 @@ std::string check_stream_kernels(const StreamKernels& k, std::size_t n) {
   if (k.load(b.data(), n, 3) != xor_reference(b.data(), n)) return k.isa + " load: checksum differs";
   if (k.load_pairs(b.data(), n, 3) != xor_reference(b.data(), n))
     return k.isa + " load_pairs: checksum differs";
+  if (k.load_discard(b.data(), n, 3) != xor_block_heads(b.data(), n, k.lanes))
+    return k.isa + " load_discard: checksum differs";
   const double value = 0.123456789;
   for (auto store : {k.store, k.nt_store}) {
     poison(a.data(), n);

@@ -19,6 +19,12 @@ struct Scalar {
     return acc ^ u;
   }
   static I load_i(const double* p) { return xor_load(0, p); }
+  static void discard7(const double* p) {
+    asm volatile(
+        "mov (%0), %%rax\n\tmov 8(%0), %%rax\n\tmov 16(%0), %%rax\n\tmov 24(%0), %%rax\n\t"
+        "mov 32(%0), %%rax\n\tmov 40(%0), %%rax\n\tmov 48(%0), %%rax" ::"r"(p)
+        : "rax", "memory");
+  }
   static I xor_i(I a, I b) { return a ^ b; }
   static std::uint64_t fold(I x) { return x; }
   static D set1(double v) { return v; }

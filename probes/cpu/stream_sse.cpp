@@ -18,6 +18,12 @@ struct Sse {
     return _mm_xor_si128(acc, _mm_load_si128(reinterpret_cast<const __m128i*>(p)));
   }
   static I load_i(const double* p) { return _mm_load_si128(reinterpret_cast<const __m128i*>(p)); }
+  static void discard7(const double* p) {
+    asm volatile(
+        "movdqa (%0), %%xmm0\n\tmovdqa 16(%0), %%xmm0\n\tmovdqa 32(%0), %%xmm0\n\tmovdqa 48(%0), %%xmm0\n\t"
+        "movdqa 64(%0), %%xmm0\n\tmovdqa 80(%0), %%xmm0\n\tmovdqa 96(%0), %%xmm0" ::"r"(p)
+        : "xmm0", "memory");
+  }
   static I xor_i(I a, I b) { return _mm_xor_si128(a, b); }
   static std::uint64_t fold(I x) {
     alignas(16) std::uint64_t w[2];

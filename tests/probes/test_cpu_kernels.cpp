@@ -40,6 +40,19 @@ TEST(CpuKernels, LoadChecksumIsTheXorOfAllWords) {
     EXPECT_EQ(stream_kernels(isa).load(a.data(), 4096, 2), 0u) << isa;  // XOR twice cancels
     EXPECT_EQ(stream_kernels(isa).load_pairs(a.data(), 4096, 1), want) << isa << " pairs";
     EXPECT_EQ(stream_kernels(isa).load_pairs(a.data(), 4096, 3), want) << isa << " pairs";
+    // load_discard: only each block's first vector (lanes words of every 8 × lanes) is summed.
+    const std::size_t lanes = stream_kernels(isa).lanes;
+    std::uint64_t heads = 0;
+    for (std::size_t i = 0; i < 4096; i += 8 * lanes)
+      for (std::size_t l = 0; l < lanes; ++l) {
+        std::uint64_t w;
+        std::memcpy(&w, a.data() + i + l, sizeof w);
+        heads ^= w;
+      }
+    EXPECT_NE(heads, want) << isa;  // the two sums differ: the check below tells the forms apart
+    EXPECT_EQ(stream_kernels(isa).load_discard(a.data(), 4096, 1), heads) << isa << " discard";
+    EXPECT_EQ(stream_kernels(isa).load_discard(a.data(), 4096, 3), heads) << isa << " discard";
+    EXPECT_EQ(stream_kernels(isa).load_discard(a.data(), 4096, 2), 0u) << isa << " discard";
   }
 }
 
