@@ -106,6 +106,8 @@ void apply_flags(Ceiling& c) {
     if (*c.datasheet_ratio > 1.0) c.flag = "above_datasheet";
     else if (*c.datasheet_ratio < 0.6) c.flag = "below_60pct_datasheet";
   }
+  // Steal explains a throttled reading too (the clock chain is robbed as well): it comes first.
+  if (c.flag.empty() && c.clocks.steal_fraction >= kStolenFlagFraction) c.flag = "stolen";
   if (c.flag.empty() && c.clocks.throttled) c.flag = "throttled";
   if (c.flag.empty() && c.figure.stats.noisy) c.flag = "noisy";
 }
@@ -113,9 +115,13 @@ void apply_flags(Ceiling& c) {
 namespace {
 
 json to_json(const ClockState& c) {
-  return {{"core_hz_before", c.core_hz_before}, {"core_hz_after", c.core_hz_after},
-          {"memory_hz_before", c.memory_hz_before}, {"memory_hz_after", c.memory_hz_after},
-          {"throttled", c.throttled}};
+  json j = {{"core_hz_before", c.core_hz_before},
+            {"core_hz_after", c.core_hz_after},
+            {"memory_hz_before", c.memory_hz_before},
+            {"memory_hz_after", c.memory_hz_after},
+            {"throttled", c.throttled}};
+  if (c.steal_fraction >= 0) j["steal_fraction"] = c.steal_fraction;
+  return j;
 }
 
 json to_json(const Ceiling& c) {
@@ -182,6 +188,11 @@ ClockState clocks_from_json(const JsonReader& r) {
   c.memory_hz_before = r.quantity_or("memory_hz_before", 0);
   c.memory_hz_after = r.quantity_or("memory_hz_after", 0);
   c.throttled = r.boolean_or("throttled", false);
+  if (r.has("steal_fraction")) {
+    c.steal_fraction = r.number("steal_fraction");
+    if (!(c.steal_fraction >= 0 && c.steal_fraction <= 1))
+      r.fail("steal_fraction", "expected a share in [0, 1]");
+  }
   return c;
 }
 

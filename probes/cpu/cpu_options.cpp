@@ -122,6 +122,8 @@ double measure_core_frequency_hz(double seconds_per_try, int tries) {
   return best_hz;
 }
 
+int trial_count(const ProbeOptions& options) { return options.quick ? 3 : 5; }
+
 std::vector<LevelCapacity> level_capacities(const Device& cpu, int threads) {
   std::vector<LevelCapacity> levels;
   for (const MemoryLevel& m : cpu.memory_levels) {
@@ -136,18 +138,26 @@ std::vector<LevelCapacity> level_capacities(const Device& cpu, int threads) {
   return levels;
 }
 
-void finish_ceiling(Ceiling& c, double hz_before, double hz_after) {
-  c.clocks = clocks_between(hz_before, hz_after);
-  c.frequency_hz = 0.5 * (hz_before + hz_after);
-  apply_flags(c);
+ProbeWindow::ProbeWindow() : ticks_before_(read_cpu_ticks()), hz_before_(measure_core_frequency_hz()) {}
+
+void ProbeWindow::close() {
+  hz_after_ = measure_core_frequency_hz();
+  ticks_after_ = read_cpu_ticks();
 }
 
-ClockState clocks_between(double hz_before, double hz_after) {
+ClockState ProbeWindow::clocks() const {
   ClockState c;
-  c.core_hz_before = hz_before;
-  c.core_hz_after = hz_after;
-  c.throttled = hz_before > 0 && hz_after < 0.95 * hz_before;
+  c.core_hz_before = hz_before_;
+  c.core_hz_after = hz_after_;
+  c.throttled = hz_before_ > 0 && hz_after_ < 0.95 * hz_before_;
+  c.steal_fraction = steal_fraction(ticks_before_, ticks_after_);
   return c;
+}
+
+void finish_ceiling(Ceiling& c, const ProbeWindow& window) {
+  c.clocks = window.clocks();
+  c.frequency_hz = window.hz();
+  apply_flags(c);
 }
 
 }  // namespace rafter::probes::cpu

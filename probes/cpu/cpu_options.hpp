@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plateau.hpp"
+#include "rafter/collector/environment.hpp"
 #include "rafter/probes/probe.hpp"
 
 namespace rafter::probes::cpu {
@@ -27,20 +28,35 @@ std::vector<double> working_set_grid(double min_bytes, double max_bytes, int per
                                      double granule_bytes);
 
 RepeatPolicy probe_policy(const ProbeOptions& options);
+// Trials per ceiling where a probe takes several (trials.hpp): 3 with --quick, else 5.
+int trial_count(const ProbeOptions& options);
 
 // What `threads` threads on cores 0..threads-1 can hold at each level: one instance's size times
 // the instances they touch (private L1/L2: one per thread; a shared L3: one); DRAM unbounded.
 std::vector<LevelCapacity> level_capacities(const Device& cpu, int threads);
 
-// Sets the datasheet ratio and flags (collector's apply_flags) and the measured clock.
-void finish_ceiling(Ceiling& c, double hz_before, double hz_after);
+// The core clock and the hypervisor's steal around a probe: constructed before its measurements
+// (clock measured, CPU ticks read), closed after them.
+class ProbeWindow {
+ public:
+  ProbeWindow();
+  void close();
+  double hz_before() const { return hz_before_; }
+  double hz_after() const { return hz_after_; }
+  double hz() const { return 0.5 * (hz_before_ + hz_after_); }
+  ClockState clocks() const;  // throttled when the clock fell by more than 5%; the steal share
+
+ private:
+  CpuTicks ticks_before_, ticks_after_;
+  double hz_before_ = 0, hz_after_ = 0;
+};
+
+// Sets the measured clock and steal, then the datasheet ratio and flags (collector's apply_flags).
+void finish_ceiling(Ceiling& c, const ProbeWindow& window);
 
 // The core clock, measured: a chain of dependent integer adds (1 cycle each on every x86 core
 // since the Pentium Pro) timed against the steady clock; the best of a few tries, since
 // preemption only ever makes it look slower.
 double measure_core_frequency_hz(double seconds_per_try = 0.001, int tries = 20);
-
-// Clocks around a probe (core clock before and after, throttled when it fell by more than 5%).
-ClockState clocks_between(double hz_before, double hz_after);
 
 }  // namespace rafter::probes::cpu

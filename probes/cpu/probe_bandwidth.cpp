@@ -75,8 +75,6 @@ struct TrialTarget {
 double sample_seconds(const ProbeOptions& options) { return options.quick ? 0.0005 : 0.002; }
 
 // Trials per all-core ceiling, the sweep's own measurement included.
-int trial_count(const ProbeOptions& options) { return options.quick ? 3 : 5; }
-
 // Each thread's buffer, allocated and first-touched by the thread that streams it.
 std::vector<ThreadData> allocate_team_data(ThreadTeam& team, double per_thread_bytes) {
   std::vector<ThreadData> data(static_cast<std::size_t>(team.size()));
@@ -259,7 +257,7 @@ void probe_cpu_bandwidth(const ProbeOptions& options, const Device& cpu, Machine
     if (const std::string bad = check_stream_kernels(stream_kernels(isa)); !bad.empty())
       throw std::runtime_error("cpu.bandwidth: kernel check failed: " + bad);
   const double start = now_seconds();
-  const double hz_before = measure_core_frequency_hz();
+  ProbeWindow window;
   const auto grid = working_set_grid(4096, max_working_set_bytes(options, cpu), options.quick ? 1 : 2, 512);
   const int all = all_core_threads(options, cpu);
   const std::size_t operations = isas.size() * std::size(kStreamOperations);
@@ -285,14 +283,14 @@ void probe_cpu_bandwidth(const ProbeOptions& options, const Device& cpu, Machine
   sweep_threads(options, cpu, 1, isas, grid, start, progress, profile, nullptr, next_trial_slot);
   for (; trials_done < retrials; ++trials_done) run_trial(options, all, start, targets, progress);
   progress.finish();
-  const double hz_after = measure_core_frequency_hz();
+  window.close();
   for (const TrialTarget& t : targets) record_trials(device_part.ceilings[t.ceiling], t.trials);
   for (Ceiling& c : device_part.ceilings) profile.ceilings.push_back(std::move(c));
   for (Sweep& s : device_part.sweeps) profile.sweeps.push_back(std::move(s));
   for (const auto& [key, value] : device_part.conditions.items()) profile.conditions[key] = value;
   profile.conditions["bandwidth_trials_per_device_ceiling"] = all > 1 ? retrials + 1 : 0;
   for (std::size_t i = first; i < profile.ceilings.size(); ++i) {
-    finish_ceiling(profile.ceilings[i], hz_before, hz_after);
+    finish_ceiling(profile.ceilings[i], window);
     flag_drifting_trials(profile.ceilings[i]);
   }
 }

@@ -1,7 +1,9 @@
 // cpu.compute: FP64/FP32 FMA at every vector width the CPU has, BF16/FP16/INT8 where present (dot
 // products, and AMX's tile dot products where the CPU has its matrix unit), on 1 thread and all cores. A
 // precision the CPU lacks is recorded as absent, never as 0 FLOP/s; BF16 and FP16 without native arithmetic
-// get the FP32 roof their work runs on instead, labelled so.
+// get the FP32 roof their work runs on instead, labelled so. Each ceiling is the best of a few
+// trials taken in rounds over all kernels (trials.hpp): on a shared host a neighbour busy for a
+// moment takes FLOPs from one trial, not from the ceiling.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "kernels.hpp"
 #include "stream_check.hpp"
 #include "thread_team.hpp"
+#include "trials.hpp"
 
 namespace rafter::probes::cpu {
 namespace {
@@ -41,7 +44,9 @@ std::vector<const ComputeKernel*> kernels_to_run(const ProbeOptions& options, nl
   return run;
 }
 
-Figure time_kernel(ThreadTeam& team, const ComputeKernel& k, const ProbeOptions& options) {
+// One trial: the kernel's repeats on every thread of the team, in FLOP/s.
+Trial time_kernel(ThreadTeam& team, const ComputeKernel& k, const ProbeOptions& options,
+                  double start_seconds) {
   std::int64_t iterations = 1000;
   std::vector<double> sink(static_cast<std::size_t>(team.size()));
   auto body = [&](int t) { sink[static_cast<std::size_t>(t)] = k.run(iterations); };
@@ -54,9 +59,11 @@ Figure time_kernel(ThreadTeam& team, const ComputeKernel& k, const ProbeOptions&
   RepeatPolicy policy = probe_policy(options);
   policy.min_repeats = std::max(policy.min_repeats, options.quick ? 5 : 9);
   policy.max_repeats = std::max(policy.max_repeats, policy.min_repeats);
-  const Summary s = measure_team_seconds(policy, team, body);
+  double overlap = 1;
+  const Summary s = measure_team_seconds(policy, team, body, &overlap);
   const double flops = team.size() * static_cast<double>(iterations) * k.flops_per_iteration;
-  return Figure::measured(transform(s, [flops](double t) { return flops / t; }), "FLOP/s");
+  return Trial{transform(s, [flops](double t) { return flops / t; }), now_seconds() - start_seconds, 0,
+               overlap};
 }
 
 Ceiling make_ceiling(const Device& cpu, const ComputeKernel& k, int threads, Figure figure, bool pinned) {
@@ -117,27 +124,39 @@ void probe_cpu_compute(const ProbeOptions& options, const Device& cpu, MachinePr
   const int all = all_core_threads(options, cpu);
   std::vector<int> thread_counts{1};
   if (all > 1) thread_counts.push_back(all);
-  Progress progress("cpu.compute", kernels.size() * thread_counts.size());
-  const double hz_before = measure_core_frequency_hz();
+  const int rounds = trial_count(options);
+  Progress progress("cpu.compute", kernels.size() * thread_counts.size() * rounds);
+  ProbeWindow window;
+  const double start = now_seconds();
   std::vector<Ceiling> ceilings;
   for (int threads : thread_counts) {
     ThreadTeam team(threads);
-    for (const ComputeKernel* k : kernels) {
-      progress.step(fmt::format("{} {} {} thread(s)", k->precision, k->isa, threads));
-      ceilings.push_back(make_ceiling(cpu, *k, threads, time_kernel(team, *k, options), team.pinned()));
+    std::vector<std::vector<Trial>> trials(kernels.size());
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        const ComputeKernel& k = *kernels[i];
+        progress.step(fmt::format("trial {} of {} {} {} thread(s)", round + 1, k.precision, k.isa, threads));
+        trials[i].push_back(time_kernel(team, k, options, start));
+      }
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      Ceiling c = make_ceiling(cpu, *kernels[i], threads,
+                               Figure::measured(trials[i].front().figure, "FLOP/s"), team.pinned());
+      record_trials(c, trials[i]);
+      ceilings.push_back(std::move(c));
     }
   }
   progress.finish();
-  const double hz_after = measure_core_frequency_hz();
+  window.close();
   for (Ceiling& c : ceilings) {
     const ComputeKernel* k = *std::find_if(kernels.begin(), kernels.end(), [&](const ComputeKernel* x) {
       return x->precision == c.resource && x->isa == c.isa && x->operation == c.operation;
     });
     if (const auto peak = datasheet_peak(cpu_features(), *k)) {
-      c.datasheet_value = peak->flops_per_cycle_per_core * 0.5 * (hz_before + hz_after) * c.threads;
+      c.datasheet_value = peak->flops_per_cycle_per_core * window.hz() * c.threads;
       c.datasheet_basis = peak->basis;
     }
-    finish_ceiling(c, hz_before, hz_after);
+    finish_ceiling(c, window);
+    flag_drifting_trials(c);
   }
   const auto emulated = emulated_ceilings(ceilings);
   ceilings.insert(ceilings.end(), emulated.begin(), emulated.end());

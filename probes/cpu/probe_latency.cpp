@@ -66,7 +66,7 @@ LatencyPoint measure_chase(AlignedBuffer& buf, double ws, const ProbeOptions& op
 
 void probe_cpu_latency(const ProbeOptions& options, const Device& cpu, MachineProfile& profile) {
   ThreadTeam team(1);  // pins this thread to core 0
-  const double hz_before = measure_core_frequency_hz();
+  ProbeWindow window;
   const auto grid =
       working_set_grid(4096, max_working_set_bytes(options, cpu), options.quick ? 1 : 2, kLineBytes);
   AlignedBuffer buf(static_cast<std::size_t>(grid.back()) + 4096, true);
@@ -78,12 +78,12 @@ void probe_cpu_latency(const ProbeOptions& options, const Device& cpu, MachinePr
   Progress progress("cpu.latency", grid.size());
   for (double ws : grid) {
     progress.step(fmt::format("chase {:.0f} KiB", ws / 1024));
-    LatencyPoint lp = measure_chase(buf, ws, options, hz_before, rng);
+    LatencyPoint lp = measure_chase(buf, ws, options, window.hz_before(), rng);
     cycles.push_back(lp.cycles);
     sweep.points.push_back(std::move(lp.point));
   }
   progress.finish();
-  const double hz_after = measure_core_frequency_hz();
+  window.close();
   std::vector<SweepSample> samples;
   for (const SweepPoint& p : sweep.points) samples.push_back({p.working_set_bytes, p.figure.value});
   for (const Plateau& p : detect_plateaus(samples, level_capacities(cpu, 1), false)) {
@@ -97,7 +97,7 @@ void probe_cpu_latency(const ProbeOptions& options, const Device& cpu, MachinePr
     c.threads = 1;
     c.figure = sweep.points[p.best].figure;
     c.probe = "cpu.latency";
-    const double hz = 0.5 * (hz_before + hz_after);
+    const double hz = window.hz();
     c.params = {{"working_set_bytes", sweep.points[p.best].working_set_bytes},
                 {"ns", c.figure.value * 1e9},
                 {"cycles", c.figure.value * hz},
@@ -107,7 +107,7 @@ void probe_cpu_latency(const ProbeOptions& options, const Device& cpu, MachinePr
                 {"huge_pages", sweep.huge_pages},
                 {"anon_huge_pages_bytes", huge_bytes},
                 {"pinned", team.pinned()}};
-    finish_ceiling(c, hz_before, hz_after);
+    finish_ceiling(c, window);
     profile.ceilings.push_back(std::move(c));
   }
   profile.conditions["latency_huge_pages"] = sweep.huge_pages;

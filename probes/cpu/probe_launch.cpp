@@ -17,14 +17,14 @@ void probe_cpu_launch(const ProbeOptions& options, const Device& cpu, MachinePro
   const int threads = all_core_threads(options, cpu);
   if (threads < 2) return;  // one thread: the pool runs everything on the caller, there is no dispatch
   cpu_pool::set_threads(threads);
-  const double hz_before = measure_core_frequency_hz();
+  ProbeWindow window;
   const cpu_pool::Job nothing = [](std::int64_t, std::int64_t, int) {};
   RepeatPolicy policy = probe_policy(options);
   policy.min_repeats = std::max(policy.min_repeats, 20);
   const Summary per_sample = measure_seconds(policy, [&] {
     for (int i = 0; i < kCallsPerSample; ++i) cpu_pool::parallel_for(threads, nothing, 1);
   });
-  const double hz_after = measure_core_frequency_hz();
+  window.close();
   Ceiling c;
   c.kind = CeilingKind::Latency;
   c.device = cpu.id;
@@ -39,7 +39,7 @@ void probe_cpu_launch(const ProbeOptions& options, const Device& cpu, MachinePro
                                      "sample, timed with the steady clock as CPU operators are",
                                      threads, kCallsPerSample)},
               {"floor_of", "every CPU operator time that uses more than one thread"}};
-  finish_ceiling(c, hz_before, hz_after);
+  finish_ceiling(c, window);
   profile.ceilings.push_back(std::move(c));
 }
 

@@ -32,22 +32,21 @@ void record_trials(Ceiling& c, std::span<const Trial> trials, double threshold) 
   const TrialCombination k = combine_trials(trials, c.kind != CeilingKind::Latency, threshold);
   c.figure = Figure{trials[k.best].figure.median, c.figure.unit, c.figure.source, trials[k.best].figure};
   nlohmann::json list = nlohmann::json::array();
-  for (const Trial& t : trials)
-    list.push_back({{"at_seconds", t.at_seconds},
-                    {"working_set_bytes", t.working_set_bytes},
-                    {"median", t.figure.median},
-                    {"min", t.figure.min},
-                    {"max", t.figure.max},
-                    {"samples", t.figure.samples},
-                    {"thread_overlap_min", t.thread_overlap_min}});
+  for (const Trial& t : trials) {
+    nlohmann::json j = {{"at_seconds", t.at_seconds},  {"median", t.figure.median},
+                        {"min", t.figure.min},         {"max", t.figure.max},
+                        {"samples", t.figure.samples}, {"thread_overlap_min", t.thread_overlap_min}};
+    if (t.working_set_bytes > 0) j["working_set_bytes"] = t.working_set_bytes;
+    list.push_back(std::move(j));
+  }
   c.params["trials"] = list;
   c.params["best_trial"] = k.best;
   c.params["trial_medians"] = {{"min", k.median_min}, {"median", k.median_median}, {"max", k.median_max}};
   c.params["between_trial_spread"] = k.spread;
   c.params["trials_disagree_above"] = threshold;
   c.params["trials_disagree"] = k.disagree;
-  if (c.params.contains("per_core_bytes_per_second") && c.threads > 0)
-    c.params["per_core_bytes_per_second"] = c.figure.value / c.threads;
+  for (const char* per_core : {"per_core_bytes_per_second", "per_core_flops_per_second"})
+    if (c.params.contains(per_core) && c.threads > 0) c.params[per_core] = c.figure.value / c.threads;
 }
 
 void flag_drifting_trials(Ceiling& c) {

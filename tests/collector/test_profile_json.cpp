@@ -73,6 +73,33 @@ TEST(MachineProfile, FlagsFollowTheDatasheetRatio) {
   EXPECT_EQ(over.flag, "above_datasheet");
 }
 
+TEST(MachineProfile, StealFlagsACeilingAndTravelsInItsClocks) {
+  MachineProfile p = sample_profile();
+  Ceiling& c = p.ceilings[0];
+  EXPECT_DOUBLE_EQ(c.clocks.steal_fraction, -1);  // unknown unless measured
+  EXPECT_FALSE(to_json(p)["ceilings"][0]["clocks"].contains("steal_fraction"));
+  c.clocks.steal_fraction = 0.01;
+  apply_flags(c);
+  EXPECT_EQ(c.flag, "");
+  c.clocks.steal_fraction = kStolenFlagFraction;
+  c.clocks.throttled = true;  // the steal explains the slow clock chain too: it is named first
+  apply_flags(c);
+  EXPECT_EQ(c.flag, "stolen");
+  const auto j = to_json(p);
+  EXPECT_DOUBLE_EQ(j["ceilings"][0]["clocks"]["steal_fraction"].get<double>(), kStolenFlagFraction);
+  const MachineProfile q = machine_profile_from_json(j);
+  EXPECT_DOUBLE_EQ(q.ceilings[0].clocks.steal_fraction, kStolenFlagFraction);
+  EXPECT_EQ(to_json(q), j);
+  auto bad = j;
+  bad["ceilings"][0]["clocks"]["steal_fraction"] = 1.5;
+  try {
+    machine_profile_from_json(bad);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "machine.json.ceilings[0].clocks.steal_fraction: expected a share in [0, 1]");
+  }
+}
+
 TEST(MachineProfile, BestPicksTheFastestNativeCeiling) {
   MachineProfile p = sample_profile();
   const Ceiling* c = p.best("cpu", CeilingKind::Compute, "fp64");

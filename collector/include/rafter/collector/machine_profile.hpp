@@ -25,7 +25,12 @@ struct ClockState {
   double memory_hz_before = 0;
   double memory_hz_after = 0;
   bool throttled = false;
+  // Share of the probe's CPU time the hypervisor took (environment.hpp steal_fraction); -1 unknown.
+  double steal_fraction = -1;
 };
+
+// A ceiling measured while the hypervisor took at least this share of the CPU time is "stolen".
+inline constexpr double kStolenFlagFraction = 0.05;
 
 // One ceiling: a compute rate for a precision, a bandwidth or latency of a memory level, or a link.
 struct Ceiling {
@@ -48,7 +53,7 @@ struct Ceiling {
   std::optional<double> datasheet_value;
   std::optional<double> datasheet_ratio;  // figure.value / datasheet_value
   std::string datasheet_basis;            // how the datasheet value was derived
-  std::string flag;                       // "", "above_datasheet", "below_60pct_datasheet", "throttled", "noisy"
+  std::string flag;  // "", "above_datasheet", "below_60pct_datasheet", "stolen", "throttled", "noisy"
   // How long the figure was held: "burst" (the default: launches of ~10 ms, the clock still at its
   // boost) or "sustained" (held for params.hold_seconds at the power limit, as a training step
   // runs; `rafter probe --sustained`).
@@ -130,7 +135,7 @@ std::string other_machine(const MachineProfile& earlier, const MachineProfile& f
 // the profile that measured them); conditions.merged says what was kept and from when.
 MachineProfile merge_earlier(const MachineProfile& earlier, MachineProfile fresh);
 
-// Fills the datasheet ratio and flags (above 1, below 0.6, throttled, noisy) on every ceiling.
+// Fills the datasheet ratio and flags (above 1, below 0.6, stolen, throttled, noisy) on every ceiling.
 void apply_flags(Ceiling& c);
 
 nlohmann::json to_json(const Device& d);
