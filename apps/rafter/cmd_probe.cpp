@@ -2,8 +2,12 @@
 // print the ceilings as a table. The output path is checked before anything is measured.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "commands.hpp"
 #include "fp4_gemm_ceiling.hpp"
@@ -66,6 +70,25 @@ void print_dram_trials_note(const MachineProfile& p) {
   }
 }
 
+// The hypervisor's steal over each CPU probe (every ceiling of a probe carries the same figure).
+void print_steal_note(const MachineProfile& p) {
+  std::vector<std::pair<std::string, double>> probes;
+  for (const Ceiling& c : p.ceilings) {
+    if (c.clocks.steal_fraction < 0) continue;
+    if (std::none_of(probes.begin(), probes.end(), [&](const auto& x) { return x.first == c.probe; }))
+      probes.emplace_back(c.probe, c.clocks.steal_fraction);
+  }
+  if (probes.empty()) return;
+  std::string list;
+  for (const auto& [probe, steal] : probes)
+    list += fmt::format("{}{} {:.1f}%", list.empty() ? "" : ", ", probe, steal * 100);
+  const bool stolen = std::any_of(probes.begin(), probes.end(),
+                                  [](const auto& x) { return x.second >= kStolenFlagFraction; });
+  fmt::print(
+      "\nhypervisor steal (share of the CPU time each probe wanted, /proc/stat): {}{}\n", list,
+      stolen ? fmt::format(" (ceilings from {:.0f}% on are flagged stolen)", kStolenFlagFraction * 100) : "");
+}
+
 void print_table(const MachineProfile& p) {
   for (const Device& d : p.devices)
     fmt::print("{} ({}): {} cores, {} threads; counters {}\n", d.name, d.id, d.cores, d.threads, d.counters);
@@ -80,6 +103,7 @@ void print_table(const MachineProfile& p) {
   }
   fmt::print("\n{}", format_text_table(rows, {1, 2, 3, 4, 6, 13}));
   print_dram_trials_note(p);
+  print_steal_note(p);
 }
 
 double parse_bytes(const std::string& text) {

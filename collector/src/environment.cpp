@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <ctime>
@@ -65,7 +66,8 @@ double steal_fraction(const CpuTicks& before, const CpuTicks& after) {
   if (!before.known || !after.known) return -1;
   const double steal = after.steal - before.steal, busy = after.busy - before.busy;
   if (steal < 0 || busy < 0 || steal + busy <= 0) return -1;
-  return steal / (steal + busy);
+  // /proc/stat rounds the kernel's nanoseconds down to ticks: one stolen tick may be a microsecond.
+  return std::max(steal - 1, 0.0) / (steal + busy);
 }
 
 }  // namespace rafter

@@ -22,8 +22,11 @@ TEST(CpuSteal, ParsesTheAllCpuLine) {
 }
 
 TEST(CpuSteal, ShareOfTheTimeTheCpusWantedToRun) {
-  // busy grew by 830, steal by 70: 70 / 900 of the wanted time; the 4000 idle ticks do not dilute it.
-  EXPECT_NEAR(steal_fraction(parse_cpu_ticks(kBefore), parse_cpu_ticks(kAfter)), 70.0 / 900.0, 1e-12);
+  // busy grew by 830, steal by 70: 69 / 900 of the wanted time (one tick off for the rounding); the
+  // 4000 idle ticks do not dilute it.
+  EXPECT_NEAR(steal_fraction(parse_cpu_ticks(kBefore), parse_cpu_ticks(kAfter)), 69.0 / 900.0, 1e-12);
+  const CpuTicks one_stolen{10, 21, true};  // 10 busy ticks, 1 stolen: may be a microsecond
+  EXPECT_DOUBLE_EQ(steal_fraction(parse_cpu_ticks("cpu  0 0 0 0 0 0 0 20\n"), one_stolen), 0);
   EXPECT_DOUBLE_EQ(steal_fraction(parse_cpu_ticks(kBefore), parse_cpu_ticks(kBefore)), -1);  // no tick passed
 }
 

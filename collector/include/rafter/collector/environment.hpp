@@ -20,8 +20,10 @@ struct CpuTicks {
 CpuTicks parse_cpu_ticks(std::string_view proc_stat);  // from a /proc/stat text
 CpuTicks read_cpu_ticks();                             // this host's, now; known = false off Linux
 // The share of the time the CPUs wanted to run that the hypervisor took between two readings,
-// steal / (busy + steal), in [0, 1]; -1 when unknown (a reading failed, or no tick passed). Idle
-// CPUs do not dilute it: a one-thread probe robbed of a tenth of its time reads about 0.1.
+// (steal - 1) / (busy + steal) in ticks, in [0, 1]: a lower bound, one tick taken off for the
+// rounding of /proc/stat, so that a short probe is not called robbed for one boundary crossed;
+// -1 when unknown (a reading failed, or no tick passed). Idle CPUs do not dilute it: a one-thread
+// probe robbed of a tenth of its time reads about 0.1.
 double steal_fraction(const CpuTicks& before, const CpuTicks& after);
 
 }  // namespace rafter
