@@ -56,8 +56,10 @@ if [ "${ISA:-}" = avx2 ] || ! grep -q avx512f /proc/cpuinfo; then
 fi
 
 ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $9; exit }' /proc/stat; }  # busy steal
-steal() {  # "busy steal" before, after -> percent of the wanted CPU time stolen ("-" when unknown)
-  echo "$1 $2" | awk '{ b = $3 - $1; s = $4 - $2; if (b + s > 0) printf "%.1f\n", 100 * s / (b + s); else print "-" }'
+# "busy steal" before, after -> percent of the wanted CPU time stolen ("-" when unknown), as rafter
+# records it (collector's steal_fraction): one tick off for /proc/stat's rounding, a lower bound.
+steal() {
+  echo "$1 $2" | awk '{ b = $3 - $1; s = $4 - $2; if (b + s > 0) printf "%.1f\n", 100 * (s > 1 ? s - 1 : 0) / (b + s); else print "-" }'
 }
 likwid() {  # kernel bytes threads field round -> "value steal%", value in B/s or FLOP/s
   local kb=$(( $2 / 1024 ))
